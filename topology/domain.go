@@ -1,0 +1,189 @@
+package topology
+
+import (
+	"strings"
+
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+// LevelName names a scheduling-domain level, innermost first. The names
+// follow Linux's default_topology[] (SMT, CLS, MC, PKG/DIE) spelled out, plus
+// the NUMA levels sched_init_numa adds.
+type LevelName string
+
+// The levels, innermost first.
+const (
+	SMT     LevelName = "SMT"     // hardware threads of one core
+	Cluster LevelName = "CLUSTER" // cores sharing an L2 or a cluster id
+	LLC     LevelName = "LLC"     // CPUs sharing the last-level cache (Linux "MC")
+	Die     LevelName = "DIE"     // one die
+	Package LevelName = "PACKAGE" // one package (socket)
+	NodeLvl LevelName = "NODE"    // one NUMA node
+	NUMA    LevelName = "NUMA"    // nodes within one NUMA distance
+	Machine LevelName = "MACHINE" // every usable CPU
+)
+
+// Flags are the balancing behaviours a level allows, after Linux's SD_* flags.
+type Flags uint32
+
+// The flags. Their meaning follows include/linux/sched/sd_flags.h.
+const (
+	BalanceNewIdle   Flags = 1 << iota // SD_BALANCE_NEWIDLE: balance when a CPU goes idle
+	BalanceExec                        // SD_BALANCE_EXEC: place on exec
+	BalanceFork                        // SD_BALANCE_FORK: place on fork / new task
+	BalanceWake                        // SD_BALANCE_WAKE: place on wake-up
+	WakeAffine                         // SD_WAKE_AFFINE: wake near the waker
+	ShareCPUCapacity                   // SD_SHARE_CPUCAPACITY: SMT siblings
+	ShareLLC                           // SD_SHARE_LLC (was SD_SHARE_PKG_RESOURCES)
+	Serialize                          // SD_SERIALIZE: one balancer at a time machine-wide
+	NUMAFlag                           // SD_NUMA: crosses NUMA nodes
+	AsymCapacity                       // SD_ASYM_CPUCAPACITY: spans CPUs of different capacity
+	AsymCapacityFull                   // SD_ASYM_CPUCAPACITY_FULL: spans every capacity there is
+	PreferSibling                      // SD_PREFER_SIBLING: spread tasks to sibling groups first
+	ClusterFlag                        // SD_CLUSTER: cores sharing a cluster (L2 or cluster_id)
+	Overlap                            // SD_OVERLAP: groups may overlap (NUMA levels)
+)
+
+// flagNames are the kernel names of the flags, in bit order.
+var flagNames = [...]string{
+	"SD_BALANCE_NEWIDLE",
+	"SD_BALANCE_EXEC",
+	"SD_BALANCE_FORK",
+	"SD_BALANCE_WAKE",
+	"SD_WAKE_AFFINE",
+	"SD_SHARE_CPUCAPACITY",
+	"SD_SHARE_LLC",
+	"SD_SERIALIZE",
+	"SD_NUMA",
+	"SD_ASYM_CPUCAPACITY",
+	"SD_ASYM_CPUCAPACITY_FULL",
+	"SD_PREFER_SIBLING",
+	"SD_CLUSTER",
+	"SD_OVERLAP",
+}
+
+// Names returns the kernel names of the flags set in f ("SD_BALANCE_NEWIDLE",
+// ...), in bit order, as /sys/kernel/debug/sched/domains/cpuN/domainM/flags
+// lists them. It never returns nil.
+func (f Flags) Names() []string {
+	out := []string{}
+	for i, name := range flagNames {
+		if f&(1<<i) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// String returns the flag names joined by "|", or "0" when none is set.
+func (f Flags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	return strings.Join(f.Names(), "|")
+}
+
+// Params are one level's balancing parameters, derived as Linux's sd_init
+// derives them (see domains.go for the source of every number).
+type Params struct {
+	ImbalancePct   int   // steal only if busiest > local * pct / 100
+	MinIntervalMs  int   // min_interval = span weight (ms)
+	MaxIntervalMs  int   // max_interval = 2 * span weight (ms)
+	BusyFactor     int   // interval multiplier while the CPU is busy
+	CacheNiceTries int   // failed balance attempts before cache-hot tasks move
+	Flags          Flags // what balancing the level allows
+	// ImbNUMANr is the number of tasks a NUMA balance may leave imbalanced
+	// (sched_domain.imb_numa_nr, set in build_sched_domains); 0 below the
+	// first level above the LLC.
+	ImbNUMANr int
+}
+
+// Level is one level of the domain hierarchy.
+type Level struct {
+	Name LevelName
+	// Depth is the position in Domains.Levels (0 = innermost).
+	Depth int
+	// Distance is the NUMA distance the level reaches (NUMA levels only;
+	// the node distance of NODE is the local distance, 10; 0 elsewhere).
+	Distance int
+	// Spans are the distinct spans of the level's domains, sorted by first
+	// CPU (then by their members). Below NUMA they are disjoint; NUMA
+	// spans may overlap, exactly as in Linux. A CPU whose domain at this
+	// level was degenerate (say the one usable thread of a core at SMT)
+	// has no domain here, so the spans need not cover every usable CPU.
+	Spans []cpuset.Set
+	// Params are the parameters of the level's widest domain; each Domain
+	// carries its own (they differ in the span-derived numbers when spans
+	// differ in size, and in AsymCapacity). Params.Flags has AsymCapacity
+	// when any domain of the level has it.
+	Params Params
+}
+
+// SpanIDs returns Spans as lists of CPU ids (never nil), for printing and
+// JSON.
+func (l *Level) SpanIDs() [][]int {
+	out := make([][]int, 0, len(l.Spans))
+	for _, s := range l.Spans {
+		out = append(out, s.IDs())
+	}
+	return out
+}
+
+// Domain is one CPU's domain at one level: the CPUs it spans and its groups,
+// the spans of the child level that together cover it (Linux's sched_group
+// ring), the CPU's own group first.
+type Domain struct {
+	Level  *Level
+	Span   cpuset.Set
+	Groups []cpuset.Set
+	// Params are this domain's parameters (sd_init on this CPU's span).
+	Params Params
+}
+
+// Domains is the whole hierarchy for a topology's usable CPUs.
+type Domains struct {
+	// Levels are the levels, innermost first; a level whose every span
+	// equals its child's was dropped (Linux's sd_degenerate).
+	Levels []*Level
+	// CPUs are the usable CPUs the hierarchy was built over.
+	CPUs cpuset.Set
+	// NUMADistances are the distinct node distances between nodes with
+	// usable CPUs, ascending, local distance first: Linux's
+	// sched_domains_numa_distance[]. Nil without a distance table.
+	NUMADistances []int
+	// Notes records departures from the input the builder had to make
+	// (spans widened or clipped, levels skipped), one line each.
+	Notes []string
+	// chains[cpu] is that CPU's domains, innermost first.
+	chains map[int][]Domain
+}
+
+// Chain returns cpu's domains, innermost first, or nil for a CPU that is not
+// usable. A machine with a single usable CPU has no domains at all, as in
+// Linux (every domain of one CPU is degenerate). The slice must not be
+// modified.
+func (d *Domains) Chain(cpu int) []Domain { return d.chains[cpu] }
+
+// Highest returns cpu's outermost domain whose flags include all of f, the
+// way highest_flag_domain finds sd_llc (f = ShareLLC); nil when none has.
+func (d *Domains) Highest(cpu int, f Flags) *Domain {
+	chain := d.chains[cpu]
+	for i := len(chain) - 1; i >= 0; i-- {
+		if chain[i].Params.Flags&f == f {
+			return &chain[i]
+		}
+	}
+	return nil
+}
+
+// Lowest returns cpu's innermost domain whose flags include all of f, the
+// way lowest_flag_domain finds sd_numa (f = NUMAFlag); nil when none has.
+func (d *Domains) Lowest(cpu int, f Flags) *Domain {
+	chain := d.chains[cpu]
+	for i := range chain {
+		if chain[i].Params.Flags&f == f {
+			return &chain[i]
+		}
+	}
+	return nil
+}
