@@ -1,0 +1,82 @@
+// Command numasteal is the command-line face of the numasteal runtime: it
+// shows the machine as numasteal sees it and runs its experiments.
+//
+// Usage:
+//
+//	numasteal <command> [flags] [arguments]
+//
+// Each command lives in its own file and is listed in commands below; run
+// "numasteal help" for the list and "numasteal <command> -h" for its flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK    = 0 // success
+	exitFail  = 1 // the command ran and failed (bad input file, kernel refusal)
+	exitUsage = 2 // the command line is wrong (flag.Parse's convention)
+)
+
+// command is one subcommand: run gets the arguments after the command name
+// and returns the process exit code. It writes only to stdout and stderr and
+// stops early when ctx is cancelled (SIGINT, SIGTERM).
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// commands lists the subcommands in the order "help" shows them. To add one,
+// write its function in a file of its own and add a line here.
+var commands = [...]command{
+	{"topo", "print the machine: topology tree, NUMA nodes, scheduling domains", runTopo},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// dispatch runs the command args[0] names with the rest of args and returns
+// the exit code.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "numasteal: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+// usage prints the command list.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: numasteal <command> [flags] [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "numasteal <command> -h" for a command's flags.`)
+}
