@@ -1,0 +1,58 @@
+package guest
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/internal/vmtest"
+)
+
+// childEnv makes the test binary, started as a child by TestStartPinned,
+// print "cpu=N allowed=LIST" instead of running the tests.
+const childEnv = "NUMASTEAL_GUEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "report" {
+		cpu, _, err := affinity.CurrentCPU()
+		allowed, err2 := affinity.Allowed()
+		if err != nil || err2 != nil {
+			fmt.Println(err, err2)
+			os.Exit(1)
+		}
+		fmt.Printf("cpu=%d allowed=%s\n", cpu, allowed)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// layout returns the layout the VM was booted with, or skips the test
+// outside a VM.
+func layout(t *testing.T) vmtest.Layout {
+	t.Helper()
+	l, inVM, err := vmtest.FromEnv()
+	if !inVM {
+		t.Skipf("guest check: runs only inside numa-vm ($%s=1), where internal/vmtest's TestVM starts it", vmtest.EnvInVM)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// expect returns the layout's nodes and CPUs in Linux's numbering.
+func expect(t *testing.T, l vmtest.Layout) ([]vmtest.Node, []vmtest.CPU) {
+	t.Helper()
+	nodes, err := l.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus, err := l.CPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes, cpus
+}
