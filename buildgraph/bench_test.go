@@ -1,0 +1,121 @@
+package buildgraph
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+// buildLike returns a graph shaped like a C project: n compiles, each
+// depending on one of a few generated headers, then a link of them all.
+func buildLike(n int) *Graph {
+	g := &Graph{Pools: map[string]int{"link": 1}}
+	for i := range 4 {
+		g.Tasks = append(g.Tasks, &Task{ID: fmt.Sprintf("gen%d.h", i), Cmd: []string{"gen", fmt.Sprint(i)}})
+	}
+	link := &Task{ID: "app", Cmd: []string{"cc", "-o", "app"}, Pool: "link", CPUs: 2}
+	for i := range n {
+		id := fmt.Sprintf("obj/f%d.o", i)
+		g.Tasks = append(g.Tasks, &Task{ID: id, Cmd: []string{"cc", "-c", fmt.Sprintf("f%d.c", i)},
+			Deps: []string{fmt.Sprintf("gen%d.h", i%4)}, MemMB: 100})
+		link.Deps = append(link.Deps, id)
+	}
+	g.Tasks = append(g.Tasks, link)
+	return g
+}
+
+// BenchmarkSchedule measures a whole schedule of a 5000-file build on 16
+// slots: NewScheduler, then Next and Done for every task, the way an
+// executor drives it (16 running, one completion per start).
+func BenchmarkSchedule(b *testing.B) {
+	g := buildLike(5000)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := NewScheduler(g, Limits{Slots: 16, MemMB: 8000}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var running []*Task
+		for !s.Finished() {
+			for {
+				t, ok := s.Next()
+				if !ok {
+					break
+				}
+				running = append(running, t)
+			}
+			t := running[0]
+			running = running[1:]
+			s.Done(t, true)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(g.Tasks)), "ns/task")
+}
+
+// BenchmarkScheduleUnlimited is BenchmarkSchedule with Slots 0 (-j 0):
+// every ready task is handed out at once.
+func BenchmarkScheduleUnlimited(b *testing.B) {
+	g := buildLike(5000)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, _ := NewScheduler(g, Limits{}, nil)
+		var running []*Task
+		for !s.Finished() {
+			for {
+				t, ok := s.Next()
+				if !ok {
+					break
+				}
+				running = append(running, t)
+			}
+			for _, t := range running {
+				s.Done(t, true)
+			}
+			running = running[:0]
+		}
+	}
+}
+
+// BenchmarkParseGraph measures loading and validating a 5000-task JSON
+// build graph.
+func BenchmarkParseGraph(b *testing.B) {
+	type jt struct {
+		ID    string   `json:"id"`
+		Cmd   []string `json:"cmd"`
+		Deps  []string `json:"deps,omitempty"`
+		MemMB int      `json:"mem_mb,omitempty"`
+		Pool  string   `json:"pool,omitempty"`
+	}
+	var doc struct {
+		Tasks []jt           `json:"tasks"`
+		Pools map[string]int `json:"pools"`
+	}
+	g := buildLike(5000)
+	for _, t := range g.Tasks {
+		doc.Tasks = append(doc.Tasks, jt{t.ID, t.Cmd, t.Deps, t.MemMB, t.Pool})
+	}
+	doc.Pools = g.Pools
+	data, err := json.MarshalIndent(doc, "", " ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("build.json", data, FormatAuto); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSplitWords measures splitting a typical compile command.
+func BenchmarkSplitWords(b *testing.B) {
+	const cmd = `/usr/bin/cc -DNDEBUG -DNAME="numa steal" -I/src/include -I/src/build/gen -O2 -g -Wall -Wextra -fPIC -o obj/f1.o -c /src/f1.c`
+	b.SetBytes(int64(len(cmd)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := SplitWords(cmd); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
