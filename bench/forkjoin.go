@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/numasteal/numasteal/runtime"
+	"github.com/numasteal/numasteal/topology"
+)
+
+// ForkJoinOptions configure RunForkJoin. Zero fields mean defaults.
+type ForkJoinOptions struct {
+	N        int                // fib(N); default 30
+	Reps     int                // alternating rounds; default 7
+	Topology *topology.Topology // nil = the live machine
+	// Progress, when set, is called before each measurement.
+	Progress func(contender string, rep, reps int)
+}
+
+// ForkJoinResult holds the medians, in nanoseconds, with the JSON names of
+// the issue that specified them.
+type ForkJoinResult struct {
+	FibN            int     `json:"fib_n"`
+	Workers         int     `json:"workers"`
+	Reps            int     `json:"reps"`
+	SerialNs        float64 `json:"serial_ns"`
+	Runtime1WNs     float64 `json:"runtime_1w_ns"`
+	RuntimeAllNs    float64 `json:"runtime_all_ns"`
+	GoroutinesNs    float64 `json:"goroutines_ns"`
+	ErrgroupNs      float64 `json:"errgroup_ns"`
+	SpawnJoinNs     float64 `json:"spawn_join_ns"`
+	InjectLatencyNs float64 `json:"inject_latency_ns"`
+}
+
+// RunForkJoin measures fib(N) with a task per call through every
+// contender, alternating them run by run, plus the cost of one local
+// spawn+join and the submit-to-start latency of an injected task.
+func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error) {
+	if o.N <= 0 {
+		o.N = 30
+	}
+	if o.Reps <= 0 {
+		o.Reps = 7
+	}
+	one, err := runtime.New(runtime.Config{Topology: o.Topology, Workers: 1})
+	if err != nil {
+		return ForkJoinResult{}, err
+	}
+	defer one.Close()
+	all, err := runtime.New(runtime.Config{Topology: o.Topology})
+	if err != nil {
+		return ForkJoinResult{}, err
+	}
+	defer all.Close()
+
+	want := fibSerial(o.N)
+	check := func(name string, got int) error {
+		if got != want {
+			return fmt.Errorf("bench: %s computed fib(%d) = %d, want %d", name, o.N, got, want)
+		}
+		return nil
+	}
+	type contender struct {
+		name string
+		run  func() (int, error)
+		ns   []float64
+	}
+	onRuntime := func(rt *runtime.Runtime) func() (int, error) {
+		return func() (int, error) {
+			var r int
+			err := rt.Go(ctx, func(c *runtime.Ctx) error { r = FibJoin(c, o.N); return nil }).Wait()
+			return r, err
+		}
+	}
+	cs := []*contender{
+		{name: "serial", run: func() (int, error) { return fibSerial(o.N), nil }},
+		{name: "runtime_1w", run: onRuntime(one)},
+		{name: "runtime_all", run: onRuntime(all)},
+		{name: "goroutines", run: func() (int, error) { return fibGoroutines(o.N), nil }},
+		{name: "errgroup", run: func() (int, error) { return fibErrgroup(o.N) }},
+		{name: "spawn_join", run: func() (int, error) { return want, nil }},
+		{name: "inject_latency", run: func() (int, error) { return want, nil }},
+	}
+	const joins = 1 << 20
+	for rep := range o.Reps {
+		for _, c := range cs {
+			if err := ctx.Err(); err != nil {
+				return ForkJoinResult{}, err
+			}
+			if o.Progress != nil {
+				o.Progress(c.name, rep+1, o.Reps)
+			}
+			switch c.name {
+			case "spawn_join":
+				ns, err := spawnJoinNs(ctx, one, joins)
+				if err != nil {
+					return ForkJoinResult{}, err
+				}
+				c.ns = append(c.ns, ns)
+			case "inject_latency":
+				ns, err := injectLatencyNs(ctx, all, 200)
+				if err != nil {
+					return ForkJoinResult{}, err
+				}
+				c.ns = append(c.ns, ns)
+			default:
+				var got int
+				var err error
+				ns := timeIt(func() { got, err = c.run() })
+				if err != nil {
+					return ForkJoinResult{}, err
+				}
+				if err := check(c.name, got); err != nil {
+					return ForkJoinResult{}, err
+				}
+				c.ns = append(c.ns, ns)
+			}
+		}
+	}
+	m := func(i int) float64 { return median(cs[i].ns) }
+	return ForkJoinResult{
+		FibN: o.N, Workers: all.Workers(), Reps: o.Reps,
+		SerialNs: m(0), Runtime1WNs: m(1), RuntimeAllNs: m(2), GoroutinesNs: m(3),
+		ErrgroupNs: m(4), SpawnJoinNs: m(5), InjectLatencyNs: m(6),
+	}, nil
+}
+
+func fibSerial(n int) int {
+	if n < 2 {
+		return n
+	}
+	return fibSerial(n-1) + fibSerial(n-2)
+}
+
+// FibJoin computes fib(n) with a task per call through Ctx.Join.
+func FibJoin(c *runtime.Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	var a, b int
+	c.Join(
+		func(c *runtime.Ctx) error { a = FibJoin(c, n-1); return nil },
+		func(c *runtime.Ctx) error { b = FibJoin(c, n-2); return nil },
+	)
+	return a + b
+}
+
+func fibGoroutines(n int) int {
+	if n < 2 {
+		return n
+	}
+	var a, b int
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a = fibGoroutines(n - 1) }()
+	go func() { defer wg.Done(); b = fibGoroutines(n - 2) }()
+	wg.Wait()
+	return a + b
+}
+
+func fibErrgroup(n int) (int, error) {
+	if n < 2 {
+		return n, nil
+	}
+	var a, b int
+	var g errgroup.Group
+	g.Go(func() (err error) { a, err = fibErrgroup(n - 1); return })
+	g.Go(func() (err error) { b, err = fibErrgroup(n - 2); return })
+	err := g.Wait()
+	return a + b, err
+}
+
+func nop(*runtime.Ctx) error { return nil }
+
+// spawnJoinNs is the cost of one Join of two empty functions on a worker,
+// where the spawned half is taken back by its owner (the common case).
+func spawnJoinNs(ctx context.Context, rt *runtime.Runtime, n int) (float64, error) {
+	var ns float64
+	err := rt.Go(ctx, func(c *runtime.Ctx) error {
+		ns = timeIt(func() {
+			for range n {
+				c.Join(nop, nop)
+			}
+		}) / float64(n)
+		return nil
+	}).Wait()
+	return ns, err
+}
+
+// injectLatencyNs is the median time from Group.Go outside the workers to
+// the start of the task, each submitted to an idle runtime.
+func injectLatencyNs(ctx context.Context, rt *runtime.Runtime, n int) (float64, error) {
+	lat := make([]float64, 0, n)
+	for range n {
+		start := time.Now()
+		var d time.Duration
+		if err := rt.Go(ctx, func(*runtime.Ctx) error { d = time.Since(start); return nil }).Wait(); err != nil {
+			return 0, err
+		}
+		lat = append(lat, float64(d.Nanoseconds()))
+	}
+	return median(lat), nil
+}

@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+// Config says where the workers run and how the runtime behaves. The zero
+// Config is valid: one pinned worker per usable CPU of the live machine.
+type Config struct {
+	// Topology is the machine to run on; nil means topology.Discover().
+	Topology *topology.Topology
+	// CPUs restricts the workers to these CPUs (∩ the topology's usable
+	// CPUs); empty means all usable CPUs.
+	CPUs cpuset.Set
+	// Nodes restricts the workers to the CPUs of these NUMA nodes; empty
+	// means all nodes.
+	Nodes cpuset.Set
+	// Workers, when positive, caps the number of workers. The chosen CPUs
+	// are spread over the nodes round-robin so a cap still covers every node.
+	Workers int
+	// NoPin leaves the worker threads unpinned. It is implied when the
+	// topology is not the live machine (a dump read with WithRoot): the
+	// workers then stand for the dump's CPUs without running on them.
+	NoPin bool
+	// LocalMemory sets each worker thread's NUMA memory policy to
+	// MPOL_LOCAL, so memory it first touches comes from its own node.
+	LocalMemory bool
+	// Placement chooses the worker for a task injected from outside the
+	// workers; nil means the submitting goroutine's node, round-robin over
+	// that node's workers.
+	Placement Placement
+	// CloseMode says what Close does with tasks not yet started.
+	CloseMode CloseMode
+	// Logger receives start, stop and (with StatsInterval) periodic
+	// statistics; nil means zap.NewNop(). Nothing logs on the hot path.
+	Logger *zap.Logger
+	// StatsInterval, when positive, logs Stats at Info level that often.
+	StatsInterval time.Duration
+	// FoldEvery is how many tasks a worker runs between folds of its
+	// counters into the shared totals; 0 means 256.
+	FoldEvery int
+}
+
+// CloseMode says what Close does with queued tasks.
+type CloseMode uint8
+
+const (
+	// Drain runs every task already submitted before the workers stop.
+	Drain CloseMode = iota
+	// Cancel reports every task not yet started as canceled
+	// (context.Canceled) and cancels the contexts of running ones.
+	Cancel
+)
+
+// PlaceInfo is what a Placement sees for one injected task.
+type PlaceInfo struct {
+	// FromCPU is the CPU the submitting goroutine was running on, or -1
+	// when unknown; FromNode is its node, or -1.
+	FromCPU, FromNode int
+	// Seq is a per-runtime sequence number of injections, for round-robin.
+	Seq uint64
+
+	rt *Runtime
+}
+
+// NumWorkers returns the number of workers; ids run from 0 to NumWorkers-1.
+func (p *PlaceInfo) NumWorkers() int { return len(p.rt.workers) }
+
+// Worker describes worker id as it is now (queue lengths are approximate).
+func (p *PlaceInfo) Worker(id int) WorkerInfo { return p.rt.workers[id].info() }
+
+// WorkerInfo describes one worker to a placement hook.
+type WorkerInfo struct {
+	ID, CPU, Node int
+	// Queued is the worker's approximate number of waiting tasks.
+	Queued int
+	// Idle reports whether the worker is parked.
+	Idle bool
+}
+
+// Placement returns the id of the worker that should run an injected task.
+// An out-of-range answer falls back to the default placement. It is called
+// by the submitting goroutine and must be safe for concurrent use.
+type Placement func(p *PlaceInfo) int

@@ -1,0 +1,156 @@
+package runtime
+
+import "sync/atomic"
+
+// Statistics, the counter(9) way.
+//
+// Each worker counts in plain 32-bit fields that only it ever reads or
+// writes (counters), so an increment is an ordinary add to a line in the
+// worker's own cache: no lock prefix, no sharing. At safe points — every
+// Config.FoldEvery tasks and before it parks — the worker folds them into
+// 64-bit atomic totals (totals) and zeroes them. Stats reads only the
+// totals, never another worker's plain counters, which would be a data race
+// (the FreeBSD counter(9) thread's point: reading other CPUs' counters races;
+// fold them instead). A snapshot is therefore at most one fold behind each
+// running worker, and exact for parked ones. 32 bits cannot overflow between
+// folds: a fold happens at least every FoldEvery tasks, and a worker that
+// runs no task parks (and folds) after at most a few rounds of steal
+// attempts, each adding a handful of counts.
+//
+// "Stolen from" is counted by the thief (it is the thief's event), per
+// victim, and folded into the victim's total.
+type counters struct {
+	run, spawned, injected uint32
+	parks, wakeups         uint32
+	steals, failedSteals   []uint32 // per domain level
+	stolenFromBy           []uint32 // per victim worker id
+	touched                []int32  // victim ids with a nonzero stolenFromBy
+}
+
+func (c *counters) init(levels int) {
+	c.steals = make([]uint32, levels)
+	c.failedSteals = make([]uint32, levels)
+}
+
+// stolenFrom counts a task taken from victim id.
+func (c *counters) stolenFrom(id int) {
+	if c.stolenFromBy[id] == 0 {
+		c.touched = append(c.touched, int32(id))
+	}
+	c.stolenFromBy[id]++
+}
+
+// totals are a worker's folded counts. The owner adds; Stats loads.
+type totals struct {
+	run, spawned, injected atomic.Uint64
+	parks, wakeups         atomic.Uint64
+	stolenFrom             atomic.Uint64 // added by thieves' folds
+	steals, failedSteals   []atomic.Uint64
+}
+
+func (t *totals) init(levels int) {
+	t.steals = make([]atomic.Uint64, levels)
+	t.failedSteals = make([]atomic.Uint64, levels)
+}
+
+// fold adds the plain counters into the totals and zeroes them. Owner only.
+func (w *worker) fold() {
+	c, t := &w.cnt, &w.tot
+	w.sinceFold = 0
+	addZero(&t.run, &c.run)
+	addZero(&t.spawned, &c.spawned)
+	addZero(&t.injected, &c.injected)
+	addZero(&t.parks, &c.parks)
+	addZero(&t.wakeups, &c.wakeups)
+	for i := range c.steals {
+		addZero(&t.steals[i], &c.steals[i])
+		addZero(&t.failedSteals[i], &c.failedSteals[i])
+	}
+	for _, id := range c.touched {
+		w.rt.workers[id].tot.stolenFrom.Add(uint64(c.stolenFromBy[id]))
+		c.stolenFromBy[id] = 0
+	}
+	c.touched = c.touched[:0]
+	w.foldCounters()
+}
+
+func addZero(t *atomic.Uint64, c *uint32) {
+	if *c != 0 {
+		t.Add(uint64(*c))
+		*c = 0
+	}
+}
+
+// Stats is a snapshot of the runtime's counters.
+type Stats struct {
+	// Levels names the steal levels, innermost first (e.g. "SMT", "LLC",
+	// "NUMA(20)"); Steals and FailedSteals are indexed the same way.
+	Levels []string
+	// Workers has one entry per worker, by id.
+	Workers []WorkerStats
+	// Total sums Workers.
+	Total WorkerStats
+}
+
+// WorkerStats are one worker's counts (or a sum, in Stats.Total).
+type WorkerStats struct {
+	ID, CPU, Node int // -1 in Stats.Total
+	TasksRun      uint64
+	Spawned       uint64 // tasks pushed to its deque or LIFO slot
+	Injected      uint64 // injected tasks it took from an inbox
+	StolenFrom    uint64 // tasks other workers stole from it
+	Parks         uint64
+	Wakeups       uint64
+	Steals        []uint64 // successful steals per level
+	FailedSteals  []uint64 // level scans that found nothing, per level
+}
+
+func (s *WorkerStats) stealsTotal() uint64 {
+	var n uint64
+	for _, v := range s.Steals {
+		n += v
+	}
+	return n
+}
+
+// Stats returns the folded counters: each running worker's counts are at
+// most one fold (Config.FoldEvery tasks) behind.
+func (rt *Runtime) Stats() Stats {
+	n := len(rt.levels)
+	s := Stats{
+		Levels:  append([]string(nil), rt.levels...),
+		Workers: make([]WorkerStats, len(rt.workers)),
+		Total:   WorkerStats{ID: -1, CPU: -1, Node: -1, Steals: make([]uint64, n), FailedSteals: make([]uint64, n)},
+	}
+	for i, w := range rt.workers {
+		t := &w.tot
+		ws := WorkerStats{
+			ID: w.id, CPU: w.cpu, Node: w.node,
+			TasksRun:     t.run.Load(),
+			Spawned:      t.spawned.Load(),
+			Injected:     t.injected.Load(),
+			StolenFrom:   t.stolenFrom.Load(),
+			Parks:        t.parks.Load(),
+			Wakeups:      t.wakeups.Load(),
+			Steals:       make([]uint64, n),
+			FailedSteals: make([]uint64, n),
+		}
+		for l := range n {
+			ws.Steals[l] = t.steals[l].Load()
+			ws.FailedSteals[l] = t.failedSteals[l].Load()
+		}
+		s.Workers[i] = ws
+		tt := &s.Total
+		tt.TasksRun += ws.TasksRun
+		tt.Spawned += ws.Spawned
+		tt.Injected += ws.Injected
+		tt.StolenFrom += ws.StolenFrom
+		tt.Parks += ws.Parks
+		tt.Wakeups += ws.Wakeups
+		for l := range n {
+			tt.Steals[l] += ws.Steals[l]
+			tt.FailedSteals[l] += ws.FailedSteals[l]
+		}
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+package runtime
+
+import (
+	"context"
+	goruntime "runtime"
+)
+
+// Ctx is what a running task sees of the runtime: where it runs, its
+// context, and the operations that spawn and wait on this worker. A *Ctx is
+// valid only during the call it was passed to and only on that goroutine;
+// do not keep it or hand it to another goroutine.
+type Ctx struct {
+	w *worker
+	t *Task
+}
+
+// Context returns the context of the task's group (see Group.Context).
+func (c *Ctx) Context() context.Context {
+	if g := c.t.group; g != nil {
+		return g.Context()
+	}
+	return c.w.rt.baseCtx
+}
+
+// Err returns why the task should stop early — its group failed or was
+// canceled, or the runtime is closing with Cancel — or nil. It is much
+// cheaper than Context().Err() and allocates nothing.
+func (c *Ctx) Err() error { return c.t.canceledErr(c.w.rt) }
+
+// Worker returns the id of the worker running the task.
+func (c *Ctx) Worker() int { return c.w.id }
+
+// CPU returns the CPU the worker is pinned to (or stands for, on a virtual
+// topology).
+func (c *Ctx) CPU() int { return c.w.cpu }
+
+// Node returns the NUMA node of CPU, or -1.
+func (c *Ctx) Node() int { return c.w.node }
+
+// Runtime returns the runtime running the task.
+func (c *Ctx) Runtime() *Runtime { return c.w.rt }
+
+// Group returns a new group owned by the calling task: its Go pushes to this
+// worker's deque and its Wait helps. Its context derives from the task's own
+// group's context. Only the calling task may use its Go, Spawn and Wait.
+func (c *Ctx) Group() *Group {
+	return &Group{rt: c.w.rt, up: c.t.group, owner: c}
+}
+
+// Go runs fn as a task of g, pushed onto this worker's deque (work-first:
+// the caller goes on; fn runs later here or earlier on a thief).
+func (c *Ctx) Go(g *Group, fn Func) {
+	t := c.w.newTask()
+	t.Fn, t.group = fn, g
+	g.pending.Add(1)
+	c.w.push(t)
+}
+
+// Spawn runs the caller-owned task t as a task of g; see Task for reuse.
+func (c *Ctx) Spawn(g *Group, t *Task) {
+	t.group, t.pooled, t.join = g, false, false
+	t.done.set(false)
+	g.pending.Add(1)
+	c.w.push(t)
+}
+
+// GoNext runs fn as a task of g next on this worker, through the LIFO slot
+// (Go's runnext): for a continuation whose data the current task has just
+// touched. A newer GoNext moves the older one to the deque, and at most a
+// few slot tasks run in a row before the worker takes older work.
+func (c *Ctx) GoNext(g *Group, fn Func) {
+	t := c.w.newTask()
+	t.Fn, t.group = fn, g
+	g.pending.Add(1)
+	c.w.pushNext(t)
+}
+
+// Wait waits for g while running other tasks on this worker: its own
+// queues first, then steals. When there is nothing to run it parks until g
+// is done or new work arrives. It returns g's first failure, as Group.Wait.
+func (c *Ctx) Wait(g *Group) error {
+	w := c.w
+	w.depth++
+	defer func() { w.depth-- }()
+	for g.pending.Load() != 0 {
+		if t := w.findWork(); t != nil {
+			w.execute(t)
+			continue
+		}
+		// Nothing to run: park until g is done. Store waiter, then load
+		// pending; pairs with report's Add(-1) then load of waiter.
+		if !g.waiter.CompareAndSwap(nil, w) {
+			// Another worker waits on g too (a shared outside group):
+			// only one can be woken by report, so we poll politely.
+			goruntime.Gosched()
+			continue
+		}
+		if g.pending.Load() != 0 {
+			w.park(func() bool { return g.pending.Load() == 0 })
+		}
+		g.waiter.Store(nil)
+	}
+	g.mu.Lock()
+	err := g.err
+	g.mu.Unlock()
+	return err
+}

@@ -1,0 +1,381 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+// Runtime is a set of pinned workers. It is safe for use by many goroutines
+// at once. Create it with New and stop it with Close.
+type Runtime struct {
+	cfg     Config
+	log     *zap.Logger
+	topo    *topology.Topology
+	domains *topology.Domains
+	levels  []string // names of the steal levels, index = Domain.Level.Depth
+
+	workers []*worker
+	byCPU   map[int]*worker
+	byNode  map[int][]*worker
+	nodeIDs []int // nodes that have workers, sorted
+
+	// Idle and spinning state; see park.go for the protocol.
+	idle      idleSet
+	_         cacheLinePad
+	nSpinning atomic.Int32 // workers searching for work (Go's sched.nmspinning)
+	nIdle     atomic.Int32 // workers parked (Go's sched.npidle)
+	_         cacheLinePad
+
+	counters counterRegistry // user Counters folded by the workers
+
+	seq      atomic.Uint64 // injection sequence, for round-robin placement
+	closing  atomic.Bool   // Close has begun: injections are refused
+	canceled atomic.Bool   // Close(Cancel): tasks not started are canceled
+	closeMu  sync.Mutex
+	closed   bool
+
+	baseCtx    context.Context // parent of every group context; canceled by Close(Cancel)
+	baseCancel context.CancelFunc
+
+	wg        sync.WaitGroup // worker goroutines
+	statsStop chan struct{}
+	statsDone chan struct{}
+}
+
+// New starts the workers described by cfg and returns once every worker is
+// pinned and running. It fails when the topology cannot be read, when the
+// selection leaves no CPU, or when a worker cannot be pinned.
+func New(cfg Config) (*Runtime, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if cfg.FoldEvery <= 0 {
+		cfg.FoldEvery = 256
+	}
+	topo := cfg.Topology
+	if topo == nil {
+		var err error
+		if topo, err = topology.Discover(); err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
+		}
+	}
+	if !topo.Live {
+		cfg.NoPin = true
+	}
+	cpus, err := selectCPUs(topo, cfg)
+	if err != nil {
+		return nil, err
+	}
+	doms, err := topology.BuildDomains(topo)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: scheduling domains: %w", err)
+	}
+	rt := &Runtime{
+		cfg:     cfg,
+		log:     log,
+		topo:    topo,
+		domains: doms,
+		byCPU:   make(map[int]*worker, len(cpus)),
+		byNode:  make(map[int][]*worker),
+	}
+	rt.baseCtx, rt.baseCancel = context.WithCancel(context.Background())
+	for _, l := range doms.Levels {
+		name := string(l.Name)
+		if l.Name == topology.NUMA {
+			name = fmt.Sprintf("NUMA(%d)", l.Distance)
+		}
+		rt.levels = append(rt.levels, name)
+	}
+	if len(rt.levels) == 0 {
+		rt.levels = []string{string(topology.Machine)}
+	}
+	for i, cpu := range cpus {
+		node := topo.NodeOf(cpu)
+		w := newWorker(rt, i, cpu, node)
+		rt.workers = append(rt.workers, w)
+		rt.byCPU[cpu] = w
+		if _, ok := rt.byNode[node]; !ok {
+			rt.nodeIDs = append(rt.nodeIDs, node)
+		}
+		rt.byNode[node] = append(rt.byNode[node], w)
+	}
+	for _, w := range rt.workers {
+		w.victims = rt.victimLevels(w)
+		w.cnt.stolenFromBy = make([]uint32, len(rt.workers))
+	}
+	rt.idle.init(len(rt.workers))
+
+	// Start the workers and wait until each is pinned (or failed to be).
+	started := make(chan error, len(rt.workers))
+	for _, w := range rt.workers {
+		rt.wg.Add(1)
+		go w.main(started)
+	}
+	var errs []error
+	for range rt.workers {
+		if err := <-started; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		rt.shutdown(Cancel)
+		return nil, fmt.Errorf("runtime: starting workers: %w", errors.Join(errs...))
+	}
+	log.Info("numasteal runtime started",
+		zap.Int("workers", len(rt.workers)),
+		zap.Stringer("cpus", cpuset.Of(cpus...)),
+		zap.Ints("nodes", rt.nodeIDs),
+		zap.Strings("steal_levels", rt.levels),
+		zap.Bool("pinned", !cfg.NoPin))
+	if cfg.StatsInterval > 0 {
+		rt.statsStop, rt.statsDone = make(chan struct{}), make(chan struct{})
+		go rt.logStats(cfg.StatsInterval)
+	}
+	return rt, nil
+}
+
+// selectCPUs applies Config.CPUs, Nodes and Workers to the usable CPUs.
+func selectCPUs(topo *topology.Topology, cfg Config) ([]int, error) {
+	set := topo.Usable
+	if !cfg.CPUs.IsEmpty() {
+		set = set.Intersect(cfg.CPUs)
+	}
+	if !cfg.Nodes.IsEmpty() {
+		var inNodes cpuset.Set
+		for _, n := range topo.Nodes {
+			if cfg.Nodes.Contains(n.ID) {
+				inNodes = inNodes.Union(n.Usable)
+			}
+		}
+		set = set.Intersect(inNodes)
+	}
+	if set.IsEmpty() {
+		return nil, fmt.Errorf("runtime: no usable CPU left (usable %q, CPUs %q, nodes %q)",
+			topo.Usable, cfg.CPUs, cfg.Nodes)
+	}
+	cpus := set.IDs()
+	if cfg.Workers > 0 && cfg.Workers < len(cpus) {
+		// Spread the cap over nodes: take CPUs round-robin by node.
+		perNode := map[int][]int{}
+		var order []int
+		for _, c := range cpus {
+			n := topo.NodeOf(c)
+			if _, ok := perNode[n]; !ok {
+				order = append(order, n)
+			}
+			perNode[n] = append(perNode[n], c)
+		}
+		var picked cpuset.Set
+		for picked.Len() < cfg.Workers {
+			for _, n := range order {
+				if l := perNode[n]; len(l) > 0 && picked.Len() < cfg.Workers {
+					picked.Add(l[0])
+					perNode[n] = l[1:]
+				}
+			}
+		}
+		cpus = picked.IDs()
+	}
+	return cpus, nil
+}
+
+// victimLevels lists, for each domain level of w's CPU, the workers that
+// level adds to the one below it: the order in which an idle w looks for
+// work, nearest first.
+func (rt *Runtime) victimLevels(w *worker) [][]*worker {
+	levels := make([][]*worker, len(rt.levels))
+	chain := rt.domains.Chain(w.cpu)
+	var seen cpuset.Set
+	seen.Add(w.cpu)
+	for _, d := range chain {
+		var vs []*worker
+		for cpu := range d.Span.All() {
+			if v := rt.byCPU[cpu]; v != nil && !seen.Contains(cpu) {
+				vs = append(vs, v)
+			}
+		}
+		seen = seen.Union(d.Span)
+		levels[d.Level.Depth] = append(levels[d.Level.Depth], vs...)
+	}
+	// Workers outside every domain of w (possible only when the domains
+	// were built for other CPUs than the workers) go to the outermost level.
+	last := len(levels) - 1
+	for _, v := range rt.workers {
+		if !seen.Contains(v.cpu) {
+			levels[last] = append(levels[last], v)
+			seen.Add(v.cpu)
+		}
+	}
+	return levels
+}
+
+// Workers returns the number of workers.
+func (rt *Runtime) Workers() int { return len(rt.workers) }
+
+// Topology returns the topology the runtime runs on.
+func (rt *Runtime) Topology() *topology.Topology { return rt.topo }
+
+// Domains returns the scheduling domains the workers steal along.
+func (rt *Runtime) Domains() *topology.Domains { return rt.domains }
+
+// Group returns a new group for tasks submitted from outside the workers.
+// Its context derives from ctx; the first task error cancels it.
+func (rt *Runtime) Group(ctx context.Context) *Group {
+	if ctx == nil {
+		panic("runtime: Runtime.Group: nil context")
+	}
+	return &Group{rt: rt, parent: ctx}
+}
+
+// Go runs fn on a worker as a one-task group and returns that group, whose
+// Wait reports fn's outcome. It is a shorthand for Group(ctx) then Go.
+func (rt *Runtime) Go(ctx context.Context, fn Func) *Group {
+	g := rt.Group(ctx)
+	g.Go(fn)
+	return g
+}
+
+// inject places t, already counted in its group, on a worker chosen by the
+// placement hook. It reports the task canceled when the runtime is closing.
+func (rt *Runtime) inject(t *Task) {
+	if rt.closing.Load() {
+		rt.finish(nil, t, Canceled, ErrClosed)
+		return
+	}
+	w := rt.place()
+	if !w.inbox.push(t) {
+		// The worker closed its inbox: the runtime is shutting down.
+		rt.finish(nil, t, Canceled, ErrClosed)
+		return
+	}
+	rt.notify()
+}
+
+// place runs the placement hook.
+func (rt *Runtime) place() *worker {
+	info := PlaceInfo{FromCPU: -1, FromNode: -1, Seq: rt.seq.Add(1), rt: rt}
+	if !rt.cfg.NoPin {
+		if cpu, node, err := affinity.CurrentCPU(); err == nil {
+			info.FromCPU, info.FromNode = cpu, node
+		}
+	}
+	if p := rt.cfg.Placement; p != nil {
+		if id := p(&info); id >= 0 && id < len(rt.workers) {
+			return rt.workers[id]
+		}
+	}
+	return rt.workers[DefaultPlacement(&info)]
+}
+
+// DefaultPlacement is the placement used when Config.Placement is nil: the
+// submitting goroutine's node, round-robin over its workers; round-robin
+// over all workers when that node has none or the CPU is unknown.
+func DefaultPlacement(p *PlaceInfo) int {
+	rt := p.rt
+	if ws := rt.byNode[p.FromNode]; p.FromNode >= 0 && len(ws) > 0 {
+		return ws[p.Seq%uint64(len(ws))].id
+	}
+	return int(p.Seq % uint64(len(rt.workers)))
+}
+
+// finish reports t's outcome to its group (or its Join latch) and recycles
+// runtime-owned tasks. w is the worker that ran it, nil outside workers.
+func (rt *Runtime) finish(w *worker, t *Task, o Outcome, err error) {
+	if t.join {
+		t.err = err
+		if o == Canceled && err == nil {
+			t.err = context.Canceled
+		}
+		// Read joiner before the latch: once it is set the joiner may
+		// recycle t. The set pairs with waitLatch's isSet; t.err is
+		// visible after it.
+		j := t.joiner
+		t.latch.set()
+		rt.unpark(j)
+		return
+	}
+	g := t.group
+	if t.pooled {
+		if w != nil {
+			w.freeTask(t)
+		}
+	} else {
+		t.done.set(true)
+	}
+	g.report(o, err)
+}
+
+// Close stops the runtime: injections are refused from now on (their tasks
+// report ErrClosed), queued tasks run (Drain) or are canceled (Cancel)
+// according to Config.CloseMode, and Close returns when every worker has
+// exited. Calling Close again does nothing and returns nil.
+func (rt *Runtime) Close() error {
+	return rt.shutdown(rt.cfg.CloseMode)
+}
+
+// CloseWith is Close with an explicit mode, overriding Config.CloseMode.
+func (rt *Runtime) CloseWith(mode CloseMode) error { return rt.shutdown(mode) }
+
+func (rt *Runtime) shutdown(mode CloseMode) error {
+	rt.closeMu.Lock()
+	defer rt.closeMu.Unlock()
+	if rt.closed {
+		return nil
+	}
+	rt.closed = true
+	start := time.Now()
+	if mode == Cancel {
+		rt.canceled.Store(true)
+		rt.baseCancel()
+	}
+	rt.closing.Store(true)
+	rt.wakeAll()
+	rt.wg.Wait()
+	rt.baseCancel()
+	if rt.statsStop != nil {
+		close(rt.statsStop)
+		<-rt.statsDone
+	}
+	if len(rt.workers) > 0 {
+		s := rt.Stats()
+		rt.log.Info("numasteal runtime stopped",
+			zap.Duration("close", time.Since(start)),
+			zap.Uint64("tasks_run", s.Total.TasksRun),
+			zap.Uint64("steals", s.Total.stealsTotal()))
+	}
+	return nil
+}
+
+func (rt *Runtime) logStats(every time.Duration) {
+	defer close(rt.statsDone)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-rt.statsStop:
+			return
+		case <-tick.C:
+			s := rt.Stats()
+			rt.log.Info("numasteal stats",
+				zap.Uint64("tasks_run", s.Total.TasksRun),
+				zap.Uint64("spawned", s.Total.Spawned),
+				zap.Uint64("injected", s.Total.Injected),
+				zap.Uint64s("steals_per_level", s.Total.Steals),
+				zap.Uint64s("failed_steals_per_level", s.Total.FailedSteals),
+				zap.Uint64("parks", s.Total.Parks))
+		}
+	}
+}
+
+func (rt *Runtime) isClosing() bool { return rt.closing.Load() }

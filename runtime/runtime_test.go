@@ -1,0 +1,423 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newTestRuntime starts a runtime on the live machine and closes it when the
+// test ends.
+func newTestRuntime(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	rt, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func fibJoin(c *Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	var a, b int
+	c.Join(
+		func(c *Ctx) error { a = fibJoin(c, n-1); return nil },
+		func(c *Ctx) error { b = fibJoin(c, n-2); return nil },
+	)
+	return a + b
+}
+
+func fibGroup(c *Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	var a int
+	g := c.Group()
+	g.Go(func(c *Ctx) error { a = fibGroup(c, n-1); return nil })
+	b := fibGroup(c, n-2)
+	if err := g.Wait(); err != nil {
+		panic(err)
+	}
+	return a + b
+}
+
+func fibSerial(n int) int {
+	if n < 2 {
+		return n
+	}
+	return fibSerial(n-1) + fibSerial(n-2)
+}
+
+func TestFibJoinAndGroup(t *testing.T) {
+	rt := newTestRuntime(t, Config{})
+	for _, n := range []int{0, 1, 2, 10, 20} {
+		var got1, got2 int
+		g := rt.Group(context.Background())
+		g.Go(func(c *Ctx) error { got1 = fibJoin(c, n); return nil })
+		g.Go(func(c *Ctx) error { got2 = fibGroup(c, n); return nil })
+		if err := g.Wait(); err != nil {
+			t.Fatalf("fib(%d): %v", n, err)
+		}
+		if want := fibSerial(n); got1 != want || got2 != want {
+			t.Errorf("fib(%d) = %d (Join), %d (Group), want %d", n, got1, got2, want)
+		}
+	}
+}
+
+func TestWorkersAndSubsets(t *testing.T) {
+	rt := newTestRuntime(t, Config{})
+	if got, want := rt.Workers(), rt.Topology().Usable.Len(); got != want {
+		t.Errorf("Workers() = %d, want one per usable CPU (%d)", got, want)
+	}
+	one := newTestRuntime(t, Config{Workers: 1})
+	if one.Workers() != 1 {
+		t.Errorf("Workers: 1 gave %d workers", one.Workers())
+	}
+	// Every task of a one-worker runtime runs on that worker's CPU.
+	cpu := one.workers[0].cpu
+	var wrong atomic.Int32
+	err := one.ParallelFor(context.Background(), 0, 1000, 10, func(c *Ctx, lo, hi int) error {
+		if c.CPU() != cpu {
+			wrong.Add(1)
+		}
+		return nil
+	})
+	if err != nil || wrong.Load() != 0 {
+		t.Errorf("ParallelFor on one worker: err %v, %d chunks elsewhere", err, wrong.Load())
+	}
+	if _, err := New(Config{Nodes: cpuset.Of(99)}); err == nil {
+		t.Errorf("New with only node 99 succeeded, want an error")
+	}
+}
+
+func TestPanicIsCapturedAndWorkerSurvives(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1})
+	g := rt.Group(context.Background())
+	g.Go(func(c *Ctx) error { panic("boom") })
+	err := g.Wait()
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Wait = %v, want a *PanicError", err)
+	}
+	if pe.Value != "boom" || !strings.Contains(string(pe.Stack), "TestPanicIsCapturedAndWorkerSurvives") {
+		t.Errorf("PanicError value %v, stack lacks the panicking function:\n%s", pe.Value, pe.Stack)
+	}
+	if c := g.Counts(); c.Panicked != 1 || c.Total() != 1 {
+		t.Errorf("counts %+v, want one panicked", c)
+	}
+	// The worker survived: it still runs tasks, including nested panics
+	// inside Join, which come back as errors.
+	g2 := rt.Group(context.Background())
+	var ran atomic.Bool
+	g2.Go(func(c *Ctx) error {
+		err := c.Join(func(*Ctx) error { return nil }, func(*Ctx) error { panic(errors.New("inner")) })
+		if !errors.As(err, &pe) || pe.Unwrap() == nil || pe.Unwrap().Error() != "inner" {
+			return fmt.Errorf("Join = %v, want the inner panic", err)
+		}
+		ran.Store(true)
+		return nil
+	})
+	if err := g2.Wait(); err != nil || !ran.Load() {
+		t.Fatalf("after a panic: Wait = %v, ran = %v", err, ran.Load())
+	}
+}
+
+func TestFirstErrorCancelsGroup(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1})
+	boom := errors.New("boom")
+	g := rt.Group(context.Background())
+	started := make(chan struct{})
+	release := make(chan struct{})
+	// Task 1 blocks the only worker until task 2 is queued behind it.
+	g.Go(func(c *Ctx) error {
+		close(started)
+		<-release
+		return boom
+	})
+	<-started
+	const queued = 50
+	var ran atomic.Int32
+	for range queued {
+		g.Go(func(c *Ctx) error { ran.Add(1); return nil })
+	}
+	ctx := g.Context()
+	close(release)
+	if err := g.Wait(); !errors.Is(err, boom) {
+		t.Fatalf("Wait = %v, want boom", err)
+	}
+	if ctx.Err() == nil || !errors.Is(context.Cause(ctx), boom) {
+		t.Errorf("group context not canceled with cause boom: %v", context.Cause(ctx))
+	}
+	c := g.Counts()
+	if c.Failed != 1 || c.Canceled != queued || ran.Load() != 0 || c.Total() != queued+1 {
+		t.Errorf("counts %+v, ran %d: want 1 failed and %d canceled, none run", c, ran.Load(), queued)
+	}
+}
+
+func TestParentCancelDropsQueuedTasks(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	g := rt.Group(ctx)
+	started, release := make(chan struct{}), make(chan struct{})
+	g.Go(func(c *Ctx) error { close(started); <-release; return nil })
+	<-started
+	for range 10 {
+		g.Go(func(c *Ctx) error { return errors.New("must not run") })
+	}
+	cancel()
+	close(release)
+	if err := g.Wait(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait = %v, want context.Canceled", err)
+	}
+	if c := g.Counts(); c.Succeeded != 1 || c.Canceled != 10 {
+		t.Errorf("counts %+v, want 1 succeeded, 10 canceled", c)
+	}
+}
+
+func TestReusableTask(t *testing.T) {
+	rt := newTestRuntime(t, Config{})
+	var n atomic.Int64
+	tasks := make([]Task, 8)
+	for i := range tasks {
+		tasks[i].Fn = func(c *Ctx) error { n.Add(1); return nil }
+	}
+	for round := range 50 {
+		g := rt.Group(context.Background())
+		for i := range tasks {
+			g.Spawn(&tasks[i])
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range tasks {
+			if !tasks[i].Done() {
+				t.Fatalf("round %d: task %d not Done after Wait", round, i)
+			}
+		}
+	}
+	if n.Load() != 50*8 {
+		t.Errorf("ran %d tasks, want %d", n.Load(), 50*8)
+	}
+}
+
+func TestGoNextRunsContinuationsAndOlderWork(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1})
+	var order []string
+	var mu sync.Mutex
+	rec := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	g := rt.Group(context.Background())
+	g.Go(func(c *Ctx) error {
+		inner := c.Group()
+		inner.Go(func(*Ctx) error { rec("old"); return nil })
+		var chain func(i int) Func
+		chain = func(i int) Func {
+			return func(c *Ctx) error {
+				rec(fmt.Sprint("next", i))
+				if i < 6 {
+					c.GoNext(inner, chain(i+1))
+				}
+				return nil
+			}
+		}
+		c.GoNext(inner, chain(0))
+		return inner.Wait()
+	})
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The LIFO slot runs the chain, but after maxLIFORuns in a row the
+	// older task gets its turn before the chain finishes.
+	oldAt := -1
+	for i, s := range order {
+		if s == "old" {
+			oldAt = i
+		}
+	}
+	if len(order) != 8 || oldAt < 0 || oldAt > maxLIFORuns+1 {
+		t.Errorf("order %v: the older task ran at %d, want within the first %d", order, oldAt, maxLIFORuns+2)
+	}
+}
+
+// TestEveryTaskOneOutcomeUnderLoad submits nested work from many goroutines
+// with errors, panics and cancellations mixed in, closes the runtime while
+// work is still arriving, and checks that each submitted task reported
+// exactly one outcome.
+func TestEveryTaskOneOutcomeUnderLoad(t *testing.T) {
+	for _, mode := range []CloseMode{Drain, Cancel} {
+		t.Run(fmt.Sprint("mode", mode), func(t *testing.T) {
+			rt, err := New(Config{CloseMode: mode, FoldEvery: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var submitted, reported, ran atomic.Int64
+			var wg sync.WaitGroup
+			groups := make(chan *Group, 1024)
+			for s := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 200; i++ {
+						ctx, cancel := context.WithCancel(context.Background())
+						g := rt.Group(ctx)
+						for j := range 5 {
+							submitted.Add(1)
+							g.Go(func(c *Ctx) error {
+								ran.Add(1)
+								inner := c.Group()
+								for k := range 3 {
+									submitted.Add(1)
+									inner.Go(func(c *Ctx) error {
+										ran.Add(1)
+										switch (s + i + j + k) % 17 {
+										case 3:
+											return errors.New("failed")
+										case 5:
+											panic("panicked")
+										}
+										return nil
+									})
+								}
+								return inner.Wait()
+							})
+						}
+						if i%7 == 0 {
+							cancel()
+						}
+						groups <- g
+						_ = cancel
+					}
+				}()
+			}
+			go func() { wg.Wait(); close(groups) }()
+			closed := make(chan struct{})
+			n := 0
+			for g := range groups {
+				if n++; n == 600 {
+					go func() { rt.Close(); close(closed) }()
+				}
+				g.Wait()
+				reported.Add(g.Counts().Total())
+			}
+			<-closed
+			// Inner groups report to their own counts; count their
+			// tasks through the runtime's stats instead: every task that
+			// ran was run once.
+			s := rt.Stats()
+			if got := int64(s.Total.TasksRun); got != ran.Load() {
+				t.Errorf("stats TasksRun = %d, tasks that ran = %d", got, ran.Load())
+			}
+			if reported.Load() != 8*200*5 {
+				t.Errorf("outer groups reported %d outcomes, want %d", reported.Load(), 8*200*5)
+			}
+		})
+	}
+}
+
+func TestIdleRuntimeUsesNoCPU(t *testing.T) {
+	rt := newTestRuntime(t, Config{})
+	// Give it work, then let it go idle.
+	if err := rt.ParallelFor(context.Background(), 0, 1<<16, 64, func(*Ctx, int, int) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	before := cpuTime(t)
+	const idle = 500 * time.Millisecond
+	time.Sleep(idle)
+	used := cpuTime(t) - before
+	// "About 0%": allow 4% of one CPU for the test process's own noise
+	// (the race detector, the Go runtime's sysmon and GC).
+	if used > idle/25 {
+		t.Errorf("idle runtime used %v of CPU in %v (%d workers)", used, idle, rt.Workers())
+	}
+	if s := rt.Stats(); s.Total.Parks == 0 {
+		t.Errorf("no worker parked: %+v", s.Total)
+	}
+}
+
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func TestCloseIsIdempotentAndRefusesLateWork(t *testing.T) {
+	rt, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	g := rt.Group(context.Background())
+	g.Go(func(*Ctx) error { return nil })
+	if err := g.Wait(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Go after Close: Wait = %v, want ErrClosed", err)
+	}
+	if c := g.Counts(); c.Canceled != 1 {
+		t.Errorf("counts %+v, want 1 canceled", c)
+	}
+}
+
+func TestStatsFoldedAndExactAfterClose(t *testing.T) {
+	rt, err := New(Config{FoldEvery: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	var got int
+	g := rt.Group(context.Background())
+	g.Go(func(c *Ctx) error { got = fibJoin(c, n); return nil })
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	mid := rt.Stats() // may lag; must be race-free
+	rt.Close()
+	s := rt.Stats()
+	// fibJoin spawns one job per call with n >= 2; the outer task is injected.
+	calls := 0
+	var count func(int)
+	count = func(k int) {
+		if k >= 2 {
+			calls++
+			count(k - 1)
+			count(k - 2)
+		}
+	}
+	count(n)
+	if s.Total.Spawned != uint64(calls) || s.Total.Injected != 1 {
+		t.Errorf("Spawned %d, Injected %d; want %d and 1", s.Total.Spawned, s.Total.Injected, calls)
+	}
+	stolen := s.Total.stealsTotal()
+	if s.Total.StolenFrom != stolen {
+		t.Errorf("StolenFrom %d != steals %d", s.Total.StolenFrom, stolen)
+	}
+	// Tasks run: the outer task plus every stolen Join job (jobs popped
+	// back by their owner run inline, not as tasks).
+	if s.Total.TasksRun != 1+stolen {
+		t.Errorf("TasksRun %d, want 1 + %d stolen", s.Total.TasksRun, stolen)
+	}
+	if mid.Total.Spawned > s.Total.Spawned {
+		t.Errorf("snapshot ahead of the final count")
+	}
+	_ = got
+}

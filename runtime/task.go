@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+)
+
+// Func is the body of a task. The *Ctx is valid only while the call runs.
+type Func func(c *Ctx) error
+
+// Task is a unit of work that a caller may allocate once and submit many
+// times, for code that wants no allocation per spawn. Set Fn, submit it with
+// Group.Spawn or Ctx.Spawn, and do not touch or resubmit it until its group's
+// Wait has returned (or Done reports true).
+//
+// The zero Task with a nil Fn is a valid task that does nothing.
+type Task struct {
+	// Fn is the task's body.
+	Fn Func
+
+	group *Group
+	ctx   Ctx // the context handed to Fn; lives here so running allocates nothing
+
+	// latch is set to 1 (atomic, release) when a Join job finishes on a
+	// thief; the joining owner spins on it. Unused by group tasks.
+	latch  latch
+	err    error   // a Join job's result, published by latch
+	joiner *worker // the worker waiting in Join for this job
+
+	pooled bool // allocated by the runtime and returned to a free list after it ends
+	join   bool // a Join job: reports to latch, not to a group
+	done   doneFlag
+}
+
+// Done reports whether a task submitted with Spawn has reported its outcome.
+func (t *Task) Done() bool { return t.done.get() }
+
+// Outcome is how a task ended.
+type Outcome uint8
+
+// The outcomes a task can report, exactly one per submitted task.
+const (
+	Succeeded Outcome = iota // Fn returned nil
+	Failed                   // Fn returned an error
+	Panicked                 // Fn panicked; recovered as a *PanicError
+	Canceled                 // never started: its group or the runtime was canceled or closed
+	numOutcomes
+)
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	switch o {
+	case Succeeded:
+		return "succeeded"
+	case Failed:
+		return "failed"
+	case Panicked:
+		return "panicked"
+	case Canceled:
+		return "canceled"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// PanicError is the error a task's panic becomes. It carries the panic value
+// and the stack of the goroutine at the time of the panic.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error implements error.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("runtime: task panicked: %v\n\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value when it is an error, so errors.Is and
+// errors.As see through the panic.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+func newPanicError(v any) *PanicError {
+	buf := make([]byte, 16<<10)
+	buf = buf[:goruntime.Stack(buf, false)]
+	return &PanicError{Value: v, Stack: buf}
+}
+
+// ErrClosed is the error of tasks submitted to a closed or closing runtime.
+var ErrClosed = errors.New("runtime: closed")
+
+// run executes t's body on the calling worker and returns its outcome and
+// error. The deferred recover keeps the worker alive through a panic.
+func (t *Task) run(w *worker) (o Outcome, err error) {
+	t.ctx = Ctx{w: w, t: t}
+	defer func() {
+		if r := recover(); r != nil {
+			o, err = Panicked, newPanicError(r)
+		}
+	}()
+	if t.Fn == nil {
+		return Succeeded, nil
+	}
+	if err := t.Fn(&t.ctx); err != nil {
+		return Failed, err
+	}
+	return Succeeded, nil
+}
+
+// canceledErr returns why t must not start, or nil when it may.
+func (t *Task) canceledErr(rt *Runtime) error {
+	if rt.canceled.Load() {
+		return context.Canceled
+	}
+	if g := t.group; g != nil {
+		return g.stopErr()
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package runtime
+
+import (
+	"fmt"
+	goruntime "runtime"
+	"sync/atomic"
+
+	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+// worker is one pinned thread of the runtime. Fields under "owner only" are
+// read and written by the worker's own goroutine alone; the rest say who
+// else touches them.
+type worker struct {
+	rt   *Runtime
+	id   int
+	cpu  int
+	node int
+
+	// Shared with thieves and submitters.
+	dq     *Deque[Task]         // owner pushes/pops; thieves use stealer
+	stealQ *Stealer[Task]       // the thieves' view of dq
+	lifo   atomic.Pointer[Task] // the LIFO slot: owner Swap; thieves Swap only when the owner is busy
+	inbox  inbox                // injected tasks: any goroutine pushes, owner and thieves pop
+	wake   chan bool            // park token; true = woken as a spinner (nSpinning counted for us)
+	parked bool                 // in rt.idle's stack; guarded by rt.idle.mu
+	busy   atomic.Bool          // running a task (read by thieves deciding whether to take lifo)
+
+	_ cacheLinePad
+
+	// Owner only.
+	victims   [][]*worker // per domain level, the workers that level adds, nearest level first
+	spinning  bool        // counted in rt.nSpinning
+	tick      uint32      // tasks run, for the inbox fairness check
+	lifoRuns  int         // consecutive tasks taken from the LIFO slot
+	rng       uint64      // xorshift state for victim order
+	free      []*Task     // recycled runtime-owned tasks
+	cnt       counters    // plain counters, folded into tot
+	sinceFold int
+	depth     int // nesting of helping Waits on this goroutine's stack
+
+	_ cacheLinePad
+
+	tot totals // folded totals; owner writes with atomic adds, Stats reads
+}
+
+// maxLIFORuns bounds how many tasks in a row may come from the LIFO slot
+// before the worker takes its oldest queued task instead, so a chain of
+// continuations cannot starve older work. Tokio uses 3
+// (MAX_LIFO_POLLS_PER_TICK); Go's runnext inherits the time slice instead.
+const maxLIFORuns = 3
+
+// inboxEvery is how often (in tasks) a busy worker looks at its inbox
+// before its own deque, so injected tasks are not starved by a deque that
+// never empties. 61 is Go's schedtick%61 global-queue check, a prime so the
+// check does not fall into step with program periods.
+const inboxEvery = 61
+
+func newWorker(rt *Runtime, id, cpu, node int) *worker {
+	w := &worker{
+		rt:   rt,
+		id:   id,
+		cpu:  cpu,
+		node: node,
+		dq:   NewDeque[Task](),
+		wake: make(chan bool, 1),
+		rng:  uint64(id)*0x9E3779B97F4A7C15 + 1,
+	}
+	w.stealQ = w.dq.Stealer()
+	w.cnt.init(len(rt.levels))
+	w.tot.init(len(rt.levels))
+	return w
+}
+
+func (w *worker) info() WorkerInfo {
+	q := w.stealQ.Len() + int(w.inbox.size.Load())
+	if w.lifo.Load() != nil {
+		q++
+	}
+	w.rt.idle.mu.Lock()
+	idle := w.parked
+	w.rt.idle.mu.Unlock()
+	return WorkerInfo{ID: w.id, CPU: w.cpu, Node: w.node, Queued: q, Idle: idle}
+}
+
+// main is the worker goroutine: lock the thread, pin it, then loop.
+func (w *worker) main(started chan<- error) {
+	defer w.rt.wg.Done()
+	goruntime.LockOSThread()
+	// The thread stays locked until exit: a pinned thread must not go back
+	// to Go's pool of threads with our affinity mask, so we never unlock and
+	// the Go runtime destroys the thread when this goroutine returns.
+	if !w.rt.cfg.NoPin {
+		if err := affinity.PinThread(cpuset.Of(w.cpu)); err != nil {
+			started <- fmt.Errorf("worker %d: %w", w.id, err)
+			return
+		}
+		if w.rt.cfg.LocalMemory {
+			if err := affinity.SetMemPolicy(affinity.Local, cpuset.Set{}); err != nil {
+				started <- fmt.Errorf("worker %d: %w", w.id, err)
+				return
+			}
+		}
+	}
+	started <- nil
+	w.loop()
+}
+
+// loop is the scheduler loop (Go's schedule/findRunnable): run local work,
+// else steal, else park; exit when the runtime closes and nothing is left.
+func (w *worker) loop() {
+	rt := w.rt
+	for {
+		if t := w.findWork(); t != nil {
+			w.execute(t)
+			continue
+		}
+		if rt.closing.Load() {
+			// Close the inbox, then run what is left of it and of our own
+			// queues; nobody else can add to the deque or the slot now
+			// that we run no task.
+			left := w.inbox.close()
+			for _, t := range left {
+				w.execute(t)
+			}
+			for t := w.localWork(); t != nil; t = w.localWork() {
+				w.execute(t)
+			}
+			if w.spinning {
+				w.stopSpinning()
+			}
+			w.fold()
+			return
+		}
+		w.park(rt.isClosing)
+	}
+}
+
+// findWork returns the next task: local work first, then a steal.
+// Owner only.
+func (w *worker) findWork() *Task {
+	if t := w.localWork(); t != nil {
+		if w.spinning {
+			w.stopSpinning()
+		}
+		return t
+	}
+	if t := w.steal(); t != nil {
+		return t
+	}
+	return nil
+}
+
+// localWork returns a task from the LIFO slot, the deque or the inbox.
+// Owner only.
+func (w *worker) localWork() *Task {
+	w.tick++
+	if w.tick%inboxEvery == 0 {
+		if t := w.inbox.pop(); t != nil {
+			w.cnt.injected++
+			return t
+		}
+	}
+	if w.lifoRuns < maxLIFORuns {
+		if t := w.lifo.Swap(nil); t != nil {
+			w.lifoRuns++
+			return t
+		}
+	} else if t := w.lifo.Swap(nil); t != nil {
+		// Bound reached: the continuation waits in the deque and the
+		// oldest queued task runs now.
+		w.lifoRuns = 0
+		w.dq.Push(t)
+		if old, _ := w.stealQ.Steal(); old != nil {
+			return old
+		}
+	}
+	w.lifoRuns = 0
+	if t := w.dq.Pop(); t != nil {
+		return t
+	}
+	if t := w.inbox.pop(); t != nil {
+		w.cnt.injected++
+		return t
+	}
+	return nil
+}
+
+// execute runs t, or reports it canceled, and reports its outcome.
+func (w *worker) execute(t *Task) {
+	rt := w.rt
+	if err := t.canceledErr(rt); err != nil {
+		rt.finish(w, t, Canceled, err)
+		return
+	}
+	w.busy.Store(true)
+	o, err := t.run(w)
+	w.busy.Store(w.depth > 0)
+	w.cnt.run++
+	rt.finish(w, t, o, err)
+	if w.sinceFold++; w.sinceFold >= rt.cfg.FoldEvery {
+		w.fold()
+	}
+}
+
+// push puts a task spawned by the running task on the deque and lets an
+// idle worker know. Owner only.
+func (w *worker) push(t *Task) {
+	w.cnt.spawned++
+	w.dq.Push(t)
+	w.rt.notify()
+}
+
+// pushNext puts t in the LIFO slot; the task it displaces goes to the deque.
+// Owner only.
+func (w *worker) pushNext(t *Task) {
+	w.cnt.spawned++
+	if old := w.lifo.Swap(t); old != nil {
+		w.dq.Push(old)
+	}
+	w.rt.notify()
+}
+
+// newTask returns a runtime-owned task from the free list. Owner only.
+func (w *worker) newTask() *Task {
+	if n := len(w.free); n > 0 {
+		t := w.free[n-1]
+		w.free = w.free[:n-1]
+		return t
+	}
+	return &Task{pooled: true}
+}
+
+// freeTask clears a runtime-owned task that has reported its outcome and
+// returns it to the free list. Nobody else holds it by then: a deque slot
+// may still point to it, but only outside the live [top, bottom) range that
+// thieves read. Owner only.
+func (w *worker) freeTask(t *Task) {
+	if len(w.free) < 1024 {
+		*t = Task{pooled: true}
+		w.free = append(w.free, t)
+	}
+}
+
+// rand returns a pseudo-random number (xorshift64*). Owner only.
+func (w *worker) rand() uint64 {
+	w.rng ^= w.rng >> 12
+	w.rng ^= w.rng << 25
+	w.rng ^= w.rng >> 27
+	return w.rng * 2685821657736338717
+}
+
+// steal looks for work in other workers, nearest domain level first, in a
+// random order inside each level. It becomes a spinning worker for the
+// search unless too many already spin (park.go). Owner only.
+func (w *worker) steal() *Task {
+	rt := w.rt
+	if !w.spinning {
+		// Go's rule: start spinning only while 2*spinning < busy workers,
+		// so at most half of the busy workers search at once.
+		n := int32(len(rt.workers))
+		for {
+			s := rt.nSpinning.Load()
+			if 2*s >= n-rt.nIdle.Load() {
+				return nil
+			}
+			if rt.nSpinning.CompareAndSwap(s, s+1) {
+				break
+			}
+		}
+		w.spinning = true
+	}
+	for attempt := 0; attempt < 4; attempt++ {
+		for level, vs := range w.victims {
+			if len(vs) == 0 {
+				continue
+			}
+			off := int(w.rand() % uint64(len(vs)))
+			for i := range vs {
+				v := vs[(off+i)%len(vs)]
+				if t, injected := w.stealFrom(v, attempt == 3); t != nil {
+					if injected {
+						w.cnt.injected++ // an inbox pickup, not a steal
+					} else {
+						w.cnt.steals[level]++
+						w.cnt.stolenFrom(v.id)
+					}
+					w.stopSpinning()
+					return t
+				}
+			}
+			w.cnt.failedSteals[level]++
+		}
+	}
+	return nil
+}
+
+// stealFrom takes one task from v: from its deque, else its inbox, else
+// (last attempt only, and only while v is busy running something) its LIFO
+// slot, as Go's runqsteal takes runnext only on the last of 4 tries.
+// injected reports that t came from v's inbox.
+func (w *worker) stealFrom(v *worker, lastTry bool) (t *Task, injected bool) {
+	for {
+		t, retry := v.stealQ.Steal()
+		if t != nil {
+			return t, false
+		}
+		if !retry {
+			break
+		}
+	}
+	if t := v.inbox.pop(); t != nil {
+		return t, true
+	}
+	if lastTry && v.busy.Load() && v.lifo.Load() != nil {
+		if t := v.lifo.Swap(nil); t != nil {
+			return t, false
+		}
+	}
+	return nil, false
+}
+
+// hasLocalWork reports whether w's own queues hold a task. Any goroutine.
+func (w *worker) hasLocalWork() bool {
+	return w.stealQ.Len() > 0 || w.inbox.size.Load() > 0 || w.lifo.Load() != nil
+}
