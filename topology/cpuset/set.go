@@ -16,9 +16,10 @@ import (
 
 // Set is a set of non-negative integers, normally CPU or NUMA node numbers.
 type Set struct {
-	// words[i] bit b holds number 64*i+b. The slice is never shared between
-	// two Sets that may change: Add and Remove copy-on-write is not needed
-	// because every constructor and combinator allocates its own words.
+	// words[i] bit b holds number 64*i+b. Every constructor and combinator
+	// allocates its own words, so two Sets never share them unless one was
+	// copied by assignment: a Set assigned to another variable and then
+	// changed with Add or Remove may change the copy too (use Clone).
 	words []uint64
 }
 
@@ -48,9 +49,9 @@ func (s *Set) Add(id int) {
 	}
 	w := id / 64
 	if w >= len(s.words) {
-		nw := make([]uint64, w+1)
-		copy(nw, s.words)
-		s.words = nw
+		// append grows geometrically, so adding increasing ids is linear
+		// overall; words past len are always zero (never truncated).
+		s.words = append(s.words, make([]uint64, w+1-len(s.words))...)
 	}
 	s.words[w] |= 1 << uint(id%64)
 }
