@@ -66,15 +66,18 @@ func (c *Ctx) waitLatch(t *Task) {
 
 // call runs fn inline on the caller's Ctx, turning a panic into an error.
 func (c *Ctx) call(fn Func) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = newPanicError(r)
-		}
-	}()
 	if fn == nil {
 		return nil
 	}
-	return fn(c)
+	done := false
+	defer func() {
+		if !done { // recover only on a panic; see Task.run
+			err = newPanicError(recover())
+		}
+	}()
+	err = fn(c)
+	done = true
+	return err
 }
 
 func firstErr(a, b error) error {

@@ -29,10 +29,15 @@ type Task struct {
 	err    error   // a Join job's result, published by latch
 	joiner *worker // the worker waiting in Join for this job
 
+	r      jobRunner // a Jobs job: run r instead of Fn
+
 	pooled bool // allocated by the runtime and returned to a free list after it ends
 	join   bool // a Join job: reports to latch, not to a group
 	done   doneFlag
 }
+
+// jobRunner is implemented by the job objects of Jobs.
+type jobRunner interface{ runJob(c *Ctx) error }
 
 // Done reports whether a task submitted with Spawn has reported its outcome.
 func (t *Task) Done() bool { return t.done.get() }
@@ -96,15 +101,22 @@ var ErrClosed = errors.New("runtime: closed")
 // error. The deferred recover keeps the worker alive through a panic.
 func (t *Task) run(w *worker) (o Outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
+	done := false
 	defer func() {
-		if r := recover(); r != nil {
-			o, err = Panicked, newPanicError(r)
+		// recover only when the body did not return: a recover call on
+		// every task would cost more than the rest of this function.
+		if !done {
+			o, err = Panicked, newPanicError(recover())
 		}
 	}()
-	if t.Fn == nil {
-		return Succeeded, nil
+	switch {
+	case t.r != nil:
+		err = t.r.runJob(&t.ctx)
+	case t.Fn != nil:
+		err = t.Fn(&t.ctx)
 	}
-	if err := t.Fn(&t.ctx); err != nil {
+	done = true
+	if err != nil {
 		return Failed, err
 	}
 	return Succeeded, nil
