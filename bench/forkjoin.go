@@ -34,6 +34,10 @@ type ForkJoinResult struct {
 	ErrgroupNs      float64 `json:"errgroup_ns"`
 	SpawnJoinNs     float64 `json:"spawn_join_ns"`
 	InjectLatencyNs float64 `json:"inject_latency_ns"`
+	// The same fib written with Ctx.Join and closures (two small
+	// allocations per call) instead of Jobs (none).
+	Runtime1WClosuresNs  float64 `json:"runtime_1w_closures_ns"`
+	RuntimeAllClosuresNs float64 `json:"runtime_all_closures_ns"`
 }
 
 // RunForkJoin measures fib(N) with a task per call through every
@@ -70,6 +74,10 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 		ns   []float64
 	}
 	onRuntime := func(rt *runtime.Runtime) func() (int, error) {
+		fib := FibJobs(rt)
+		return func() (int, error) { return fib.Run(ctx, o.N) }
+	}
+	withClosures := func(rt *runtime.Runtime) func() (int, error) {
 		return func() (int, error) {
 			var r int
 			err := rt.Go(ctx, func(c *runtime.Ctx) error { r = FibJoin(c, o.N); return nil }).Wait()
@@ -83,6 +91,8 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 		{name: "goroutines", run: func() (int, error) { return fibGoroutines(o.N), nil }},
 		{name: "errgroup", run: func() (int, error) { return fibErrgroup(o.N) }},
 		{name: "spawn_join", run: func() (int, error) { return want, nil }},
+		{name: "runtime_1w_closures", run: withClosures(one)},
+		{name: "runtime_all_closures", run: withClosures(all)},
 		{name: "inject_latency", run: func() (int, error) { return want, nil }},
 	}
 	const joins = 1 << 20
@@ -125,7 +135,8 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 	return ForkJoinResult{
 		FibN: o.N, Workers: all.Workers(), Reps: o.Reps,
 		SerialNs: m(0), Runtime1WNs: m(1), RuntimeAllNs: m(2), GoroutinesNs: m(3),
-		ErrgroupNs: m(4), SpawnJoinNs: m(5), InjectLatencyNs: m(6),
+		ErrgroupNs: m(4), SpawnJoinNs: m(5), InjectLatencyNs: m(8),
+		Runtime1WClosuresNs: m(6), RuntimeAllClosuresNs: m(7),
 	}, nil
 }
 
@@ -134,6 +145,19 @@ func fibSerial(n int) int {
 		return n
 	}
 	return fibSerial(n-1) + fibSerial(n-2)
+}
+
+// FibJobs returns fib as a runtime.Jobs: a task per call, no allocation.
+func FibJobs(rt *runtime.Runtime) *runtime.Jobs[int, int] {
+	var fib *runtime.Jobs[int, int]
+	fib = runtime.NewJobs(rt, func(c *runtime.Ctx, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		a, b, err := fib.Join(c, n-1, n-2)
+		return a + b, err
+	})
+	return fib
 }
 
 // FibJoin computes fib(n) with a task per call through Ctx.Join.

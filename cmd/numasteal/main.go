@@ -38,6 +38,7 @@ type command struct {
 // write its function in a file of its own and add a line here.
 var commands = [...]command{
 	{"topo", "print the machine: topology tree, NUMA nodes, scheduling domains", runTopo},
+	{"bench", "run an experiment: forkjoin, counters (see numasteal bench help)", runBench},
 }
 
 func main() {
