@@ -6,39 +6,16 @@ import (
 	"io"
 )
 
-// benchmark is one "numasteal bench" experiment, dispatched like a command.
-type benchmark struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
 // benchmarks lists the experiments. To add one, write its function in a
 // file bench_NAME.go and add a line here.
-var benchmarks = [...]benchmark{
+var benchmarks = [...]command{
 	{"forkjoin", "fib(30) with a task per call: serial, numasteal, goroutines, errgroup", runBenchForkJoin},
 	{"counters", "the counter(9) cost table: ns per increment of each kind of counter", runBenchCounters},
 }
 
 // runBench dispatches "numasteal bench NAME [flags]".
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		benchUsage(stderr)
-		return exitUsage
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		benchUsage(stdout)
-		return exitOK
-	}
-	for _, b := range benchmarks {
-		if b.name == args[0] {
-			return b.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "numasteal bench: unknown benchmark %q\n\n", args[0])
-	benchUsage(stderr)
-	return exitUsage
+	return dispatchIn(ctx, "numasteal bench", benchmarks[:], benchUsage, args, stdout, stderr)
 }
 
 func benchUsage(w io.Writer) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,16 +12,12 @@ import (
 
 func runBenchCounters(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("numasteal bench counters", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	iters := fs.Int("iters", 50_000_000, "increments per measurement and thread")
 	reps := fs.Int("reps", 5, "alternating rounds; medians are reported")
 	asJSON := fs.Bool("json", false, `print {"rows": [{"name", "ns_per_op", "threads"}]}`)
 	quiet := fs.Bool("q", false, "no progress on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	opts := bench.CountersOptions{Iters: *iters, Reps: *reps}
 	if !*quiet {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,16 +12,12 @@ import (
 
 func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("numasteal bench forkjoin", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	n := fs.Int("n", 30, "compute fib(`N`)")
 	reps := fs.Int("reps", 7, "alternating rounds; medians are reported")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	quiet := fs.Bool("q", false, "no progress on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	opts := bench.ForkJoinOptions{N: *n, Reps: *reps}
 	if !*quiet {

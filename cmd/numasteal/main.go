@@ -51,6 +51,12 @@ func main() {
 // dispatch runs the command args[0] names with the rest of args and returns
 // the exit code.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return dispatchIn(ctx, "numasteal", commands[:], usage, args, stdout, stderr)
+}
+
+// dispatchIn runs the entry of table that args[0] names; prog names the
+// caller in messages and usage prints the table's help.
+func dispatchIn(ctx context.Context, prog string, table []command, usage func(io.Writer), args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
@@ -60,12 +66,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		usage(stdout)
 		return exitOK
 	}
-	for _, c := range commands {
+	for _, c := range table {
 		if c.name == args[0] {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "numasteal: unknown command %q\n\n", args[0])
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", prog, args[0])
 	usage(stderr)
 	return exitUsage
 }
