@@ -1,0 +1,13 @@
+//go:build linux
+
+package jobserver
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
