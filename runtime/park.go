@@ -171,10 +171,10 @@ func (w *worker) park(stop func() bool) {
 		// Become a spinner again. workVisible saw no spinner (or work of
 		// our own), so the half rule allows one: the CAS keeps it at one
 		// when several parking workers see the same work at once.
-		if w.hasLocalWork() || rt.nSpinning.CompareAndSwap(0, 1) {
-			if !w.hasLocalWork() {
-				w.spinning = true
-			}
+		// Look at our own queues once: a thief may empty them between
+		// two looks, and w.spinning must match the CAS exactly.
+		if local := w.hasLocalWork(); local || rt.nSpinning.CompareAndSwap(0, 1) {
+			w.spinning = !local
 			return
 		}
 	}
