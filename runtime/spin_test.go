@@ -1,0 +1,367 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/numasteal/numasteal/internal/corpus"
+	"github.com/numasteal/numasteal/internal/testenv"
+	"github.com/numasteal/numasteal/topology"
+)
+
+// virtualRuntime starts a runtime on corpus machine name: one unpinned
+// worker per CPU of the dump, whatever this machine has.
+func virtualRuntime(t *testing.T, name string) *Runtime {
+	t.Helper()
+	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, name)))
+	if err != nil {
+		t.Fatalf("Discover %s: %v", name, err)
+	}
+	return newTestRuntime(t, Config{Topology: topo})
+}
+
+// burn does a little arithmetic that the compiler cannot drop.
+func burn(n int) int {
+	x := n
+	for i := range n {
+		x = x*31 + i
+	}
+	return x
+}
+
+// runBursts runs bursts of fine-grained ParallelFor work from outside the
+// workers, separated by pauses of random length (up to 1 ms) during which
+// some or all workers park.
+func runBursts(t *testing.T, rt *Runtime, rounds int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var sink atomic.Int64
+	for range rounds {
+		n := 32 + rng.IntN(1024)
+		err := rt.ParallelFor(context.Background(), 0, n, 1+rng.IntN(4), func(c *Ctx, lo, hi int) error {
+			sink.Add(int64(burn(10000 * (hi - lo))))
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(time.Duration(rng.IntN(1000)) * time.Microsecond)
+	}
+}
+
+// TestAtMostHalfOfBusyWorkersSpin samples nSpinning and nIdle while 16
+// virtual workers run bursts of work, and checks park.go's rule 4: at most
+// half of the busy (not parked) workers spin.
+//
+// The bound checked is spinning <= (busy+1)/2 + 1, busy = workers - nIdle.
+// The rule lets a worker start spinning while 2*spinning < busy, which keeps
+// spinning <= (busy+1)/2 at that moment. The +1 is the documented exception
+// (park.go, steps 1 and 3): a producer's notify and a parking worker that
+// has just seen work take the first spinning slot by a CAS 0→1 without the
+// half rule, and notify does so before wakeOne decrements nIdle, so for a
+// moment one spinner is counted while its worker is still parked.
+//
+// The rule is checked where a worker starts spinning, not afterwards: busy
+// workers that then run out of work park while the spinners still search,
+// so busy may shrink under the spinners for the length of a search (Go's
+// nmspinning rule behaves the same). The sampler therefore compares a
+// sample's spinning count with the largest busy count seen since spinning
+// was last below that count — the spinner that brought it there entered in
+// that window — and, since nSpinning and nIdle cannot be loaded together,
+// takes busy from the smaller of two nIdle loads around the nSpinning load.
+// It also counts the samples that only the window excuses, for the log.
+func TestAtMostHalfOfBusyWorkersSpin(t *testing.T) {
+	rt := virtualRuntime(t, "16amd64-8n2c")
+	n := int32(rt.Workers())
+	if n != 16 {
+		t.Fatalf("%d workers on 16amd64-8n2c, want 16", n)
+	}
+	// One P per worker, as on the real 16-CPU machine: with fewer Ps than
+	// workers, at most GOMAXPROCS workers could be busy at once.
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(int(n) + 1))
+
+	stop := make(chan struct{})
+	done := make(chan spinReport)
+	go func() { done <- sampleSpinning(rt, n, stop) }()
+	var load sync.WaitGroup
+	for g := range 2 {
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			runBursts(t, rt, 100, uint64(g))
+		}()
+	}
+	load.Wait()
+	close(stop)
+	r := <-done
+
+	t.Logf("%d samples, %d with a spinner, at most %d spinning, %d excused by the window; (busy, spinning) → samples: %v",
+		r.samples, r.withSpinner, r.maxSpinning, r.excused, r.seen)
+	if r.bad > 0 {
+		t.Errorf("%d of %d samples had more than half of the busy workers spinning (+1): (peak busy, spinning) → samples %v",
+			r.bad, r.samples, r.over)
+	}
+	if r.withSpinner == 0 || r.maxSpinning < 2 {
+		t.Errorf("at most %d workers spun at once: the workload did not exercise the rule", r.maxSpinning)
+	}
+}
+
+// spinReport is what sampleSpinning saw.
+type spinReport struct {
+	samples, withSpinner, bad, excused int
+	maxSpinning                        int32
+	seen, over                         map[[2]int32]int // (busy, spinning) → samples
+}
+
+// sampleSpinning samples rt's spinning and idle counts until stop closes;
+// see TestAtMostHalfOfBusyWorkersSpin for the bound.
+func sampleSpinning(rt *Runtime, n int32, stop <-chan struct{}) spinReport {
+	r := spinReport{seen: map[[2]int32]int{}, over: map[[2]int32]int{}}
+	// peak[k] is the largest busy seen since spinning was last below k.
+	peak := make([]int32, n+2)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return r
+		default:
+		}
+		i1 := rt.nIdle.Load()
+		s := rt.nSpinning.Load()
+		i2 := rt.nIdle.Load()
+		busy := n - min(i1, i2)
+		s = min(max(s, 0), n+1)
+		for k := range peak {
+			if int32(k) > s {
+				peak[k] = 0
+			} else {
+				peak[k] = max(peak[k], busy)
+			}
+		}
+		r.samples++
+		r.seen[[2]int32{busy, s}]++
+		if s > 0 {
+			r.withSpinner++
+		}
+		r.maxSpinning = max(r.maxSpinning, s)
+		bound := func(busy int32) int32 { return (busy+1)/2 + 1 }
+		switch {
+		case s > bound(peak[s]):
+			r.bad++
+			r.over[[2]int32{peak[s], s}]++
+		case s > bound(busy):
+			r.excused++
+		}
+		if i%64 == 0 {
+			goruntime.Gosched()
+		}
+	}
+}
+
+// lostWakeupBound is how long an injected task may wait for a worker before
+// the test calls it lost. A real wake-up takes microseconds; the bound only
+// has to survive a loaded machine and the race detector.
+const lostWakeupBound = 5 * time.Second
+
+// waitAllParked waits until every worker of rt is parked and none spins.
+func waitAllParked(t *testing.T, rt *Runtime) {
+	t.Helper()
+	deadline := time.Now().Add(lostWakeupBound)
+	for rt.nIdle.Load() != int32(rt.Workers()) || rt.nSpinning.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("workers did not all park within %v: %d of %d parked, %d spinning",
+				lostWakeupBound, rt.nIdle.Load(), rt.Workers(), rt.nSpinning.Load())
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// idleState describes rt's idle bookkeeping and queues, for failure messages.
+func idleState(rt *Runtime) string {
+	s := fmt.Sprintf("nIdle %d, nSpinning %d, queued:", rt.nIdle.Load(), rt.nSpinning.Load())
+	for _, w := range rt.workers {
+		s += fmt.Sprintf(" w%d=%d", w.id, w.info().Queued)
+	}
+	return s
+}
+
+// stressRuntimes returns the runtimes the lost-wake-up tests run on: the
+// live machine and 16 virtual workers (more workers than CPUs, so workers
+// are often preempted in the middle of the protocol).
+// Without the shared corpus only the live machine is tested.
+func stressRuntimes(t *testing.T) []namedRuntime {
+	rts := []namedRuntime{{"live", newTestRuntime(t, Config{})}}
+	if _, err := testenv.SharedDir(); err != nil {
+		t.Logf("no virtual machine: %v", err)
+		return rts
+	}
+	return append(rts, namedRuntime{"16amd64-8n2c", virtualRuntime(t, "16amd64-8n2c")})
+}
+
+type namedRuntime struct {
+	name string
+	rt   *Runtime
+}
+
+// TestNoLostWakeupOnInject injects one task at a time into a runtime whose
+// workers are parked or parking, and checks that each runs within
+// lostWakeupBound. The task is injected (a) once every worker is parked,
+// (b) right after the previous task ended, while its worker is on its way
+// to park, and (c) after a random pause of up to 50µs, to land anywhere in
+// the park protocol.
+func TestNoLostWakeupOnInject(t *testing.T) {
+	for _, nr := range stressRuntimes(t) {
+		rt := nr.rt
+		t.Run(nr.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			ran := make(chan int, 1)
+			for round := range 1500 {
+				switch round % 3 {
+				case 0:
+					waitAllParked(t, rt)
+				case 2:
+					time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
+				}
+				rt.Go(context.Background(), func(*Ctx) error { ran <- round; return nil })
+				select {
+				case got := <-ran:
+					if got != round {
+						t.Fatalf("round %d: task of round %d ran", round, got)
+					}
+				case <-time.After(lostWakeupBound):
+					t.Fatalf("round %d: injected task did not run within %v (lost wake-up?): %s",
+						round, lostWakeupBound, idleState(rt))
+				}
+			}
+		})
+	}
+}
+
+// TestNoLostWakeupPingPong bounces control between an outside goroutine and
+// tasks: each round injects a task that spawns a child onto its worker's
+// deque (Ctx.Go) and returns; the child answers. Every round needs a
+// parked or parking worker to notice an injection, and the spawning worker
+// to run or lose its child while others park around it.
+func TestNoLostWakeupPingPong(t *testing.T) {
+	const pingPongRounds = 5000
+	for _, nr := range stressRuntimes(t) {
+		rt := nr.rt
+		t.Run(nr.name, func(t *testing.T) {
+			pong := make(chan int, 1)
+			g := rt.Group(context.Background())
+			for round := range pingPongRounds {
+				g.Go(func(c *Ctx) error {
+					inner := c.Group()
+					c.Go(inner, func(*Ctx) error { pong <- round; return nil })
+					if round%2 == 0 {
+						return nil // the child is left to this worker or a thief
+					}
+					return inner.Wait()
+				})
+				select {
+				case got := <-pong:
+					if got != round {
+						t.Fatalf("round %d: got the answer of round %d", round, got)
+					}
+				case <-time.After(lostWakeupBound):
+					t.Fatalf("round %d: no answer within %v (lost wake-up?): %s",
+						round, lostWakeupBound, idleState(rt))
+				}
+			}
+			if err := g.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if c := g.Counts(); c.Succeeded != pingPongRounds {
+				t.Errorf("counts %+v, want %d succeeded", c, pingPongRounds)
+			}
+		})
+	}
+}
+
+// TestWorkersParkAfterBurst checks that a burst of work wakes workers and
+// that every worker parks again once it is over: the park count grows, and
+// nIdle reaches the number of workers with no spinner left.
+func TestWorkersParkAfterBurst(t *testing.T) {
+	for _, nr := range stressRuntimes(t) {
+		rt := nr.rt
+		t.Run(nr.name, func(t *testing.T) {
+			for round := range 5 {
+				before := rt.Stats().Total
+				runBursts(t, rt, 1, uint64(round))
+				waitAllParked(t, rt)
+				after := rt.Stats().Total
+				if after.Parks <= before.Parks {
+					t.Errorf("round %d: parks %d → %d, want growth", round, before.Parks, after.Parks)
+				}
+				// Parked workers have folded: the snapshot is exact and
+				// stays so while nothing runs.
+				if again := rt.Stats().Total; again.TasksRun != after.TasksRun || again.Parks != after.Parks {
+					t.Errorf("round %d: stats moved while every worker was parked: %+v then %+v", round, after, again)
+				}
+			}
+		})
+	}
+}
+
+// TestSpinningCountStaysConsistent injects tiny tasks from several
+// goroutines into 16 virtual workers that keep parking and waking, and
+// checks that nSpinning never leaves [0, workers] and returns to 0 once
+// everything is parked: a spinning slot taken without being counted, or
+// counted and never released, would make notify skip the wake-up of every
+// later task (it sees "someone spins") — a lost wake-up.
+func TestSpinningCountStaysConsistent(t *testing.T) {
+	rt := virtualRuntime(t, "16amd64-8n2c")
+	n := int32(rt.Workers())
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(int(n) + 1))
+	stop := make(chan struct{})
+	bad := make(chan int32, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				close(bad)
+				return
+			default:
+			}
+			if s := rt.nSpinning.Load(); s < 0 || s > n {
+				select {
+				case bad <- s:
+				default:
+				}
+			}
+			goruntime.Gosched()
+		}
+	}()
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(p), 3))
+			for range 250 {
+				g := rt.Group(context.Background())
+				for range 1 + rng.IntN(8) {
+					g.Go(func(*Ctx) error { return nil })
+				}
+				if err := g.Wait(); err != nil {
+					t.Error(err)
+					return
+				}
+				if rng.IntN(4) == 0 {
+					time.Sleep(time.Duration(rng.IntN(100)) * time.Microsecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if s, ok := <-bad; ok {
+		t.Errorf("nSpinning was %d, outside [0, %d]", s, n)
+	}
+	waitAllParked(t, rt)
+}
