@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
@@ -31,9 +32,14 @@ type Config struct {
 	// MPOL_LOCAL, so memory it first touches comes from its own node.
 	LocalMemory bool
 	// Placement chooses the worker for a task injected from outside the
-	// workers; nil means the submitting goroutine's node, round-robin over
-	// that node's workers.
+	// workers; nil means the Policy's placement (PlaceCPU with
+	// balance.PlaceFork). DefaultPlacement is the older round-robin over
+	// the submitter's node, available as a hook.
 	Placement Placement
+	// Policy is the balancing policy: whom idle workers steal from, how
+	// much, and where injected tasks land when Placement is nil. Nil means
+	// balance.Default() (Hierarchical); balance.ByName selects one by name.
+	Policy balance.Policy
 	// CloseMode says what Close does with tasks not yet started.
 	CloseMode CloseMode
 	// Logger receives start, stop and (with StatsInterval) periodic

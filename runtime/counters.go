@@ -20,11 +20,12 @@ import "sync/atomic"
 // "Stolen from" is counted by the thief (it is the thief's event), per
 // victim, and folded into the victim's total.
 type counters struct {
-	run, spawned, injected uint32
-	parks, wakeups         uint32
-	steals, failedSteals   []uint32 // per domain level
-	stolenFromBy           []uint32 // per victim worker id
-	touched                []int32  // victim ids with a nonzero stolenFromBy
+	run, spawned, injected  uint32
+	parks, wakeups          uint32
+	steals, failedSteals    []uint32 // per domain level
+	crossSteals, crossTasks uint32   // steals from a worker on another node, tasks they moved
+	stolenFromBy            []uint32 // per victim worker id
+	touched                 []int32  // victim ids with a nonzero stolenFromBy
 }
 
 func (c *counters) init(levels int) {
@@ -42,10 +43,11 @@ func (c *counters) stolenFrom(id int) {
 
 // totals are a worker's folded counts. The owner adds; Stats loads.
 type totals struct {
-	run, spawned, injected atomic.Uint64
-	parks, wakeups         atomic.Uint64
-	stolenFrom             atomic.Uint64 // added by thieves' folds
-	steals, failedSteals   []atomic.Uint64
+	run, spawned, injected  atomic.Uint64
+	parks, wakeups          atomic.Uint64
+	stolenFrom              atomic.Uint64 // added by thieves' folds
+	crossSteals, crossTasks atomic.Uint64
+	steals, failedSteals    []atomic.Uint64
 }
 
 func (t *totals) init(levels int) {
@@ -62,6 +64,8 @@ func (w *worker) fold() {
 	addZero(&t.injected, &c.injected)
 	addZero(&t.parks, &c.parks)
 	addZero(&t.wakeups, &c.wakeups)
+	addZero(&t.crossSteals, &c.crossSteals)
+	addZero(&t.crossTasks, &c.crossTasks)
 	for i := range c.steals {
 		addZero(&t.steals[i], &c.steals[i])
 		addZero(&t.failedSteals[i], &c.failedSteals[i])
@@ -103,6 +107,11 @@ type WorkerStats struct {
 	Wakeups       uint64
 	Steals        []uint64 // successful steals per level
 	FailedSteals  []uint64 // level scans that found nothing, per level
+	// CrossNodeSteals counts its steals from a worker on another NUMA
+	// node; CrossNodeMigrations the tasks those steals moved (a batch
+	// steal moves several).
+	CrossNodeSteals     uint64
+	CrossNodeMigrations uint64
 }
 
 func (s *WorkerStats) stealsTotal() uint64 {
@@ -126,14 +135,16 @@ func (rt *Runtime) Stats() Stats {
 		t := &w.tot
 		ws := WorkerStats{
 			ID: w.id, CPU: w.cpu, Node: w.node,
-			TasksRun:     t.run.Load(),
-			Spawned:      t.spawned.Load(),
-			Injected:     t.injected.Load(),
-			StolenFrom:   t.stolenFrom.Load(),
-			Parks:        t.parks.Load(),
-			Wakeups:      t.wakeups.Load(),
-			Steals:       make([]uint64, n),
-			FailedSteals: make([]uint64, n),
+			TasksRun:            t.run.Load(),
+			Spawned:             t.spawned.Load(),
+			Injected:            t.injected.Load(),
+			StolenFrom:          t.stolenFrom.Load(),
+			Parks:               t.parks.Load(),
+			Wakeups:             t.wakeups.Load(),
+			CrossNodeSteals:     t.crossSteals.Load(),
+			CrossNodeMigrations: t.crossTasks.Load(),
+			Steals:              make([]uint64, n),
+			FailedSteals:        make([]uint64, n),
 		}
 		for l := range n {
 			ws.Steals[l] = t.steals[l].Load()
@@ -147,6 +158,8 @@ func (rt *Runtime) Stats() Stats {
 		tt.StolenFrom += ws.StolenFrom
 		tt.Parks += ws.Parks
 		tt.Wakeups += ws.Wakeups
+		tt.CrossNodeSteals += ws.CrossNodeSteals
+		tt.CrossNodeMigrations += ws.CrossNodeMigrations
 		for l := range n {
 			tt.Steals[l] += ws.Steals[l]
 			tt.FailedSteals[l] += ws.FailedSteals[l]

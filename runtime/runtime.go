@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
@@ -37,6 +38,7 @@ type Runtime struct {
 	_         cacheLinePad
 
 	counters counterRegistry // user Counters folded by the workers
+	pol      policyState     // the balancing policy (policy.go)
 
 	seq      atomic.Uint64 // injection sequence, for round-robin placement
 	closing  atomic.Bool   // Close has begun: injections are refused
@@ -115,6 +117,9 @@ func New(cfg Config) (*Runtime, error) {
 		w.cnt.stolenFromBy = make([]uint32, len(rt.workers))
 	}
 	rt.idle.init(len(rt.workers))
+	if err := rt.initPolicy(); err != nil {
+		return nil, err
+	}
 
 	// Start the workers and wait until each is pinned (or failed to be).
 	started := make(chan error, len(rt.workers))
@@ -262,7 +267,7 @@ func (rt *Runtime) inject(t *Task) {
 	rt.notify()
 }
 
-// place runs the placement hook.
+// place runs the placement hook, else the policy's placement.
 func (rt *Runtime) place() *worker {
 	info := PlaceInfo{FromCPU: -1, FromNode: -1, Seq: rt.seq.Add(1), rt: rt}
 	if !rt.cfg.NoPin {
@@ -274,13 +279,16 @@ func (rt *Runtime) place() *worker {
 		if id := p(&info); id >= 0 && id < len(rt.workers) {
 			return rt.workers[id]
 		}
+		return rt.workers[DefaultPlacement(&info)]
 	}
-	return rt.workers[DefaultPlacement(&info)]
+	return rt.pol.byCPU[rt.placeFrom(info.FromCPU, balance.PlaceFork, info.Seq)]
 }
 
-// DefaultPlacement is the placement used when Config.Placement is nil: the
-// submitting goroutine's node, round-robin over its workers; round-robin
-// over all workers when that node has none or the CPU is unknown.
+// DefaultPlacement is the round-robin placement: the submitting
+// goroutine's node, round-robin over its workers; round-robin over all
+// workers when that node has none or the CPU is unknown. It is the fallback
+// when a Config.Placement hook answers out of range; with no hook the
+// runtime uses its balancing policy's placement (PlaceCPU) instead.
 func DefaultPlacement(p *PlaceInfo) int {
 	rt := p.rt
 	if ws := rt.byNode[p.FromNode]; p.FromNode >= 0 && len(ws) > 0 {

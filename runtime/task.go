@@ -29,7 +29,7 @@ type Task struct {
 	err    error   // a Join job's result, published by latch
 	joiner *worker // the worker waiting in Join for this job
 
-	r      jobRunner // a Jobs job: run r instead of Fn
+	r jobRunner // a Jobs job: run r instead of Fn
 
 	pooled bool // allocated by the runtime and returned to a free list after it ends
 	join   bool // a Join job: reports to latch, not to a group

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -251,9 +253,12 @@ func (w *worker) rand() uint64 {
 	return w.rng * 2685821657736338717
 }
 
-// steal looks for work in other workers, nearest domain level first, in a
-// random order inside each level. It becomes a spinning worker for the
-// search unless too many already spin (park.go). Owner only.
+// steal looks for work in other workers, in the order the balancing
+// policy gives (policy.go): for Hierarchical, nearest domain level first,
+// the busiest group's busiest queues, remote levels only when their
+// interval and should_we_balance allow. It becomes a spinning worker for
+// the search unless too many already spin (park.go). The fourth attempt
+// is the policy's Final pass. Owner only; allocates nothing.
 func (w *worker) steal() *Task {
 	rt := w.rt
 	if !w.spinning {
@@ -271,54 +276,79 @@ func (w *worker) steal() *Task {
 		}
 		w.spinning = true
 	}
+	pt := &rt.pol.thieves[w.id]
+	th, load := pt.th, rt.load()
+	s := balance.Search{Mode: balance.NewlyIdle, Now: int64(time.Since(rt.pol.start))}
 	for attempt := 0; attempt < 4; attempt++ {
-		for level, vs := range w.victims {
-			if len(vs) == 0 {
-				continue
-			}
-			off := int(w.rand() % uint64(len(vs)))
-			for i := range vs {
-				v := vs[(off+i)%len(vs)]
-				if t, injected := w.stealFrom(v, attempt == 3); t != nil {
-					if injected {
-						w.cnt.injected++ // an inbox pickup, not a steal
-					} else {
-						w.cnt.steals[level]++
-						w.cnt.stolenFrom(v.id)
-					}
-					w.stopSpinning()
-					return t
+		s.Final = attempt == 3
+		for step := range th.Steps() {
+			vs := th.Victims(pt.buf[:0], step, load, s)
+			level := -1
+			for _, v := range vs {
+				vw := rt.pol.byCPU[v.CPU]
+				if vw == nil || vw == w {
+					continue
 				}
+				level = v.Level
+				t, n, injected := w.stealFrom(vw, v.Max, s.Final)
+				if t == nil {
+					continue
+				}
+				th.Done(step, n, s)
+				if injected {
+					w.cnt.injected++ // an inbox pickup, not a steal
+				} else {
+					w.cnt.steals[v.Level]++
+					w.cnt.stolenFrom(vw.id)
+					if vw.node != w.node {
+						w.cnt.crossSteals++
+						w.cnt.crossTasks += uint32(n)
+					}
+				}
+				w.stopSpinning()
+				return t
 			}
-			w.cnt.failedSteals[level]++
+			th.Done(step, 0, s)
+			if level >= 0 {
+				w.cnt.failedSteals[level]++
+			}
 		}
 	}
+	rt.handOff(w)
 	return nil
 }
 
-// stealFrom takes one task from v: from its deque, else its inbox, else
-// (last attempt only, and only while v is busy running something) its LIFO
-// slot, as Go's runqsteal takes runnext only on the last of 4 tries.
-// injected reports that t came from v's inbox.
-func (w *worker) stealFrom(v *worker, lastTry bool) (t *Task, injected bool) {
-	for {
-		t, retry := v.stealQ.Steal()
-		if t != nil {
-			return t, false
+// stealFrom takes work from v: from its deque (one task, or with maxN > 1
+// up to half of it, at most maxN, the rest going to w's own deque), else
+// one task from its inbox, else (last attempt only, and only while v is
+// busy running something) its LIFO slot, as Go's runqsteal takes runnext
+// only on the last of 4 tries. n counts the tasks taken; injected reports
+// that t came from v's inbox. Owner only (it may push on w's deque).
+func (w *worker) stealFrom(v *worker, maxN int, lastTry bool) (t *Task, n int, injected bool) {
+	if maxN > 1 {
+		if t, n := v.stealQ.StealHalf(w.dq, maxN); t != nil {
+			return t, n, false
 		}
-		if !retry {
-			break
+	} else {
+		for {
+			t, retry := v.stealQ.Steal()
+			if t != nil {
+				return t, 1, false
+			}
+			if !retry {
+				break
+			}
 		}
 	}
 	if t := v.inbox.pop(); t != nil {
-		return t, true
+		return t, 1, true
 	}
 	if lastTry && v.busy.Load() && v.lifo.Load() != nil {
 		if t := v.lifo.Swap(nil); t != nil {
-			return t, false
+			return t, 1, false
 		}
 	}
-	return nil, false
+	return nil, 0, false
 }
 
 // hasLocalWork reports whether w's own queues hold a task. Any goroutine.

@@ -1,0 +1,222 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+// Balancing policy (package balance) in the runtime.
+//
+// The policy decides three things: whom an idle worker robs (steal, in
+// the order of its Thief's steps, nearest domain first), how much it takes
+// (Victim.Max: one task with Steal, more with StealHalf), and where an
+// injected task or a new process lands (Place, through place and PlaceCPU).
+// The runtime has no periodic balancing: workers balance only when they
+// run out of work (balance.NewlyIdle), which is when a work-stealing
+// runtime needs it; the simulator in package bench exercises the periodic
+// modes.
+//
+// Liveness. The parking protocol (park.go) assumes that a spinning worker
+// takes any queued work it sees; a policy may refuse some on purpose
+// (Hierarchical leaves a group with idle CPUs to those CPUs, Local never
+// leaves its node), and unlike an idle kernel CPU a parked worker does not
+// balance by itself. Two rules keep work from being stranded:
+//
+//  1. The last of a worker's four steal attempts passes Search.Final: the
+//     policy drops its gates (intervals, should_we_balance, imbalance_pct)
+//     and keeps only its reach; Local's reach on that pass also covers
+//     queues whose owner runs nothing.
+//  2. A spinner that still found nothing it may take passes its spinning
+//     slot to a parked worker nearer to the work (handOff): the owner of
+//     the queue if it is parked, else the parked worker nearest to it in
+//     the domain hierarchy. The number of spinners is unchanged.
+//
+// Hot path: the Thief and its victim buffer (sized MaxVictims) are made
+// once per worker in New, and the Load the policy reads is a pointer to the
+// runtime, so a steal attempt allocates nothing.
+
+// policyState is the runtime's binding of its balance.Policy.
+type policyState struct {
+	policy  balance.Policy
+	bal     balance.Balancer
+	byCPU   []*worker // CPU id -> worker, nil where none
+	start   time.Time // origin of Search.Now
+	thieves []workerThief
+}
+
+// workerThief is one worker's policy state. Owner only.
+type workerThief struct {
+	th  balance.Thief
+	buf []balance.Victim
+	_   cacheLinePad
+}
+
+// runtimeLoad is the balance.Load the runtime shows its policy: queue
+// lengths and busy flags, read with atomic loads (approximate).
+type runtimeLoad Runtime
+
+// Queued returns the number of tasks waiting in cpu's worker: deque, inbox
+// and LIFO slot.
+func (l *runtimeLoad) Queued(cpu int) int {
+	if cpu < 0 || cpu >= len(l.pol.byCPU) {
+		return 0
+	}
+	w := l.pol.byCPU[cpu]
+	if w == nil {
+		return 0
+	}
+	q := w.stealQ.Len() + int(w.inbox.size.Load())
+	if w.lifo.Load() != nil {
+		q++
+	}
+	return q
+}
+
+// Running reports whether cpu's worker is running a task.
+func (l *runtimeLoad) Running(cpu int) bool {
+	if cpu < 0 || cpu >= len(l.pol.byCPU) {
+		return false
+	}
+	w := l.pol.byCPU[cpu]
+	return w != nil && w.busy.Load()
+}
+
+func (rt *Runtime) load() *runtimeLoad { return (*runtimeLoad)(rt) }
+
+// initPolicy binds Config.Policy (nil: balance.Default()) to the workers'
+// CPUs. Called by New once the workers exist.
+func (rt *Runtime) initPolicy() error {
+	p := rt.cfg.Policy
+	if p == nil {
+		p = balance.Default()
+	}
+	var cpus cpuset.Set
+	maxCPU := 0
+	for _, w := range rt.workers {
+		cpus.Add(w.cpu)
+		maxCPU = max(maxCPU, w.cpu)
+	}
+	bal, err := p.Bind(rt.topo, rt.domains, cpus, 0)
+	if err != nil {
+		return fmt.Errorf("runtime: policy %s: %w", p.Name(), err)
+	}
+	ps := &rt.pol
+	ps.policy, ps.bal, ps.start = p, bal, time.Now()
+	ps.byCPU = make([]*worker, maxCPU+1)
+	for _, w := range rt.workers {
+		ps.byCPU[w.cpu] = w
+	}
+	ps.thieves = make([]workerThief, len(rt.workers))
+	for i, w := range rt.workers {
+		th := bal.Thief(w.cpu)
+		if th == nil {
+			return fmt.Errorf("runtime: policy %s: no balancing state for CPU %d", p.Name(), w.cpu)
+		}
+		ps.thieves[i] = workerThief{th: th, buf: make([]balance.Victim, 0, bal.MaxVictims())}
+	}
+	return nil
+}
+
+// Policy returns the balancing policy the runtime uses.
+func (rt *Runtime) Policy() balance.Policy { return rt.pol.policy }
+
+// PlaceCPU returns the CPU where a new piece of work of the given kind
+// should start, by the policy's placement (for Hierarchical the
+// find_idlest_cpu walk) from the calling goroutine's CPU; when that is
+// unknown (an unpinned runtime, or a topology read from a dump), from the
+// CPUs of the workers in turn. The answer is a CPU of a worker. Process
+// launchers pass balance.PlaceExec and pin the child there; injected tasks
+// use balance.PlaceFork. Safe for concurrent use.
+func (rt *Runtime) PlaceCPU(kind balance.PlaceKind) int {
+	from := -1
+	if !rt.cfg.NoPin {
+		if cpu, _, err := affinity.CurrentCPU(); err == nil {
+			from = cpu
+		}
+	}
+	return rt.placeFrom(from, kind, rt.seq.Add(1))
+}
+
+// placeFrom runs the policy's Place from CPU from (-1: unknown; seq then
+// picks a worker's CPU round-robin as the starting point).
+func (rt *Runtime) placeFrom(from int, kind balance.PlaceKind, seq uint64) int {
+	if from < 0 || from >= len(rt.pol.byCPU) || rt.pol.byCPU[from] == nil {
+		from = rt.workers[seq%uint64(len(rt.workers))].cpu
+	}
+	cpu := rt.pol.bal.Place(from, kind, rt.load())
+	if cpu < 0 || cpu >= len(rt.pol.byCPU) || rt.pol.byCPU[cpu] == nil {
+		return from
+	}
+	return cpu
+}
+
+// handOff is called by a spinning worker whose search found nothing it
+// may take. A policy may leave visible work alone on purpose: Hierarchical
+// leaves a group that has idle CPUs to those CPUs (find_busiest_group's
+// group_has_spare), Local never leaves its node. But the parking protocol
+// relies on a spinner to take queued work (park.go: notify wakes nobody
+// while one spins), and a parked worker does not balance, unlike an idle
+// kernel CPU; a worker can even be parked with work in its inbox (an
+// injection woke another worker). So before w parks it passes its
+// spinning slot on: to the owner of queued work if that one is parked,
+// else to the parked worker nearest to the owner in the domain hierarchy,
+// provided it is nearer than w (so the slot never moves away from the
+// work, and cannot cycle). The number of spinners does not change
+// (park.go's rule 4 holds), only who spins. Cold path: it runs only when
+// a search failed and some worker is parked. Owner only.
+func (rt *Runtime) handOff(w *worker) {
+	if !w.spinning || rt.nIdle.Load() == 0 {
+		return
+	}
+	for _, v := range rt.workers {
+		if v != w && v.hasLocalWork() && rt.passSpinning(w, v) {
+			return
+		}
+	}
+}
+
+// passSpinning unparks v, or when v is not parked the parked worker
+// nearest to v (most recently parked among equals) if it is nearer to v
+// than w is, as a spinner in w's place: w stops spinning without giving
+// back its count in nSpinning, which the woken worker inherits (as
+// wakeOne(true) hands a notifier's count). It reports false when it woke
+// nobody.
+func (rt *Runtime) passSpinning(w, v *worker) bool {
+	chain := rt.domains.Chain(v.cpu)
+	// dist is the depth of v's innermost domain holding u, len(chain)+1
+	// for none.
+	dist := func(u *worker) int {
+		for j := range chain {
+			if chain[j].Span.Contains(u.cpu) {
+				return j
+			}
+		}
+		return len(chain) + 1
+	}
+	rt.idle.mu.Lock()
+	target := v
+	if !v.parked {
+		target = nil
+		best := dist(w)
+		for i := len(rt.idle.stack) - 1; i >= 0; i-- {
+			if u := rt.idle.stack[i]; u != w {
+				if d := dist(u); d < best {
+					target, best = u, d
+				}
+			}
+		}
+	}
+	if target == nil {
+		rt.idle.mu.Unlock()
+		return false
+	}
+	rt.removeIdle(target)
+	rt.idle.mu.Unlock()
+	w.spinning = false
+	target.wake <- true
+	return true
+}

@@ -1,0 +1,186 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/internal/corpus"
+	"github.com/numasteal/numasteal/internal/testenv"
+	"github.com/numasteal/numasteal/topology"
+)
+
+// policyMachines are the topologies the policy tests run on: the live
+// machine, and (with the shared corpus) two dumps run unpinned.
+func policyMachines(t *testing.T) map[string]*topology.Topology {
+	m := map[string]*topology.Topology{"live": nil}
+	if _, err := testenv.SharedDir(); err != nil {
+		t.Logf("no virtual machine: %v", err)
+		return m
+	}
+	for _, name := range []string{"16amd64-8n2c", "48amd64-4pa2n6c-sparse"} {
+		topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[name] = topo
+	}
+	return m
+}
+
+// TestPoliciesRunEveryTaskOnce runs a fork-join tree, plain spawns and
+// injected tasks under each policy and checks that every task ran exactly
+// once, and that the statistics agree.
+func TestPoliciesRunEveryTaskOnce(t *testing.T) {
+	for name, topo := range policyMachines(t) {
+		for _, pn := range balance.Names() {
+			t.Run(name+"/"+pn, func(t *testing.T) {
+				p, err := balance.ByName(pn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rt := newTestRuntime(t, Config{Topology: topo, Policy: p})
+				if rt.Policy().Name() != pn {
+					t.Fatalf("Policy() = %s, want %s", rt.Policy().Name(), pn)
+				}
+				const leaves, injected = 1 << 11, 200
+				runs := make([]atomic.Int32, leaves+injected)
+				var tree func(c *Ctx, lo, hi int) error
+				tree = func(c *Ctx, lo, hi int) error {
+					if hi-lo == 1 {
+						runs[lo].Add(1)
+						burn(200)
+						return nil
+					}
+					mid := (lo + hi) / 2
+					return c.Join(func(c *Ctx) error { return tree(c, lo, mid) },
+						func(c *Ctx) error { return tree(c, mid, hi) })
+				}
+				g := rt.Group(context.Background())
+				g.Go(func(c *Ctx) error { return tree(c, 0, leaves) })
+				for i := range injected {
+					g.Go(func(c *Ctx) error {
+						runs[leaves+i].Add(1)
+						return nil
+					})
+				}
+				if err := g.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				for i := range runs {
+					if n := runs[i].Load(); n != 1 {
+						t.Fatalf("task %d ran %d times", i, n)
+					}
+				}
+				rt.Close()
+				s := rt.Stats()
+				var steals uint64
+				for _, n := range s.Total.Steals {
+					steals += n
+				}
+				if s.Total.CrossNodeSteals > steals || s.Total.CrossNodeMigrations < s.Total.CrossNodeSteals {
+					t.Errorf("cross-node steals %d, migrations %d, steals %d", s.Total.CrossNodeSteals, s.Total.CrossNodeMigrations, steals)
+				}
+				if pn == "local" && s.Total.CrossNodeMigrations > 0 {
+					// Only the rescue of stranded injected tasks may cross.
+					t.Logf("local: %d cross-node migrations (rescues of injected tasks)", s.Total.CrossNodeMigrations)
+				}
+				t.Logf("steals per level %v %v, cross-node steals %d moving %d tasks",
+					s.Levels, s.Total.Steals, s.Total.CrossNodeSteals, s.Total.CrossNodeMigrations)
+			})
+		}
+	}
+}
+
+// TestCrossNodeStealsCounted: on a virtual 8-node machine, Flat steals
+// across nodes, and the counters say so.
+func TestCrossNodeStealsCounted(t *testing.T) {
+	testenv.RequireShared(t)
+	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, "16amd64-8n2c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newTestRuntime(t, Config{Topology: topo, Policy: balance.Flat{}})
+	for range 20 {
+		err := rt.ParallelFor(context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
+			burn(2000)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := rt.Stats(); s.Total.CrossNodeSteals > 0 {
+			break
+		}
+	}
+	rt.Close()
+	s := rt.Stats()
+	if s.Total.CrossNodeSteals == 0 || s.Total.CrossNodeMigrations < s.Total.CrossNodeSteals {
+		t.Errorf("flat on 8 nodes: %d cross-node steals, %d migrations", s.Total.CrossNodeSteals, s.Total.CrossNodeMigrations)
+	}
+	var perWorker uint64
+	for _, w := range s.Workers {
+		perWorker += w.CrossNodeSteals
+	}
+	if perWorker != s.Total.CrossNodeSteals {
+		t.Errorf("workers sum to %d cross-node steals, total %d", perWorker, s.Total.CrossNodeSteals)
+	}
+}
+
+// TestPlaceCPU: the policy's placement answers a worker's CPU, and on an
+// idle virtual machine the default policy keeps consecutive placements
+// from the same CPU on that CPU's node while it has idle CPUs.
+func TestPlaceCPU(t *testing.T) {
+	for name, topo := range policyMachines(t) {
+		rt := newTestRuntime(t, Config{Topology: topo})
+		for _, kind := range []balance.PlaceKind{balance.PlaceFork, balance.PlaceExec} {
+			cpu := rt.PlaceCPU(kind)
+			if cpu < 0 || cpu >= len(rt.pol.byCPU) || rt.pol.byCPU[cpu] == nil {
+				t.Errorf("%s: PlaceCPU(%v) = %d, not a worker's CPU", name, kind, cpu)
+			}
+		}
+		from := rt.workers[0].cpu
+		if got := rt.placeFrom(from, balance.PlaceFork, 0); got != from {
+			t.Errorf("%s: idle machine: placed from CPU %d on %d", name, from, got)
+		}
+	}
+}
+
+// TestVirtual256 starts and stops a runtime of 256 unpinned workers
+// standing for 256ia64-64n2s2c's CPUs, runs a fork-join tree on it and
+// logs how long each step took.
+func TestVirtual256(t *testing.T) {
+	testenv.RequireShared(t)
+	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, "256ia64-64n2s2c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rt, err := New(Config{Topology: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Since(start)
+	if rt.Workers() != 256 {
+		t.Errorf("%d workers, want 256", rt.Workers())
+	}
+	start = time.Now()
+	var sum atomic.Int64
+	err = rt.ParallelFor(context.Background(), 0, 1<<14, 4, func(c *Ctx, lo, hi int) error {
+		sum.Add(int64(hi - lo))
+		return nil
+	})
+	ran := time.Since(start)
+	if err != nil || sum.Load() != 1<<14 {
+		t.Errorf("ParallelFor: %v, sum %d", err, sum.Load())
+	}
+	start = time.Now()
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := rt.Stats()
+	t.Logf("256 workers: New %v, 16384 iterations %v, Close %v; levels %v steals %v; cross-node steals %d",
+		started, ran, time.Since(start), s.Levels, s.Total.Steals, s.Total.CrossNodeSteals)
+}
