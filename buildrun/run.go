@@ -1,0 +1,310 @@
+package buildrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/runtime"
+)
+
+// Options configure Run. The zero value runs with one slot per worker, stops
+// at the first failure, and reports nothing on the way.
+type Options struct {
+	// Slots is the most CPU slots running tasks hold together (`-j N`).
+	// 0 means unlimited admission (`-j 0`): the scheduler hands out every
+	// ready task at once, and the process runner still runs only as many
+	// as it has slots, one per worker, in the order they were handed out.
+	Slots int
+	// MemMB bounds the memory declared by running tasks; 0 means no limit.
+	MemMB int
+	// KeepGoing runs on after a failure (make -k); only the failed task's
+	// dependents are skipped.
+	KeepGoing bool
+	// Timeout, when positive, kills a task that runs longer; it fails.
+	Timeout time.Duration
+	// History, when not nil, weights the critical path and receives the
+	// duration of every successful task. Saving it is the caller's job.
+	History *buildgraph.History
+	// Trace, when not nil, receives one span per task that ran, on the
+	// track of its CPU.
+	Trace *buildgraph.TraceWriter
+	// Process configures the runner (pinning, grace period, output limit,
+	// subreaper); its Slots is ignored (see Slots above).
+	Process runtime.ProcessConfig
+	// Progress, when not nil, is called after each task ends and, with
+	// ProgressEvery, periodically; never concurrently.
+	Progress func(Status)
+	// ProgressEvery, when positive, is how often Progress is called while
+	// nothing ends.
+	ProgressEvery time.Duration
+	// Environ is the environment tasks start from; nil means os.Environ().
+	Environ []string
+	// Farm, when not nil, sends compiler invocations to a compile farm
+	// when the local slots are busy (farm.go); Slots then bounds the local
+	// processes and the scheduler hands out the farm's slots on top.
+	Farm *FarmOptions
+}
+
+// Status is a progress report.
+type Status struct {
+	buildgraph.Progress
+	// Elapsed is the time since Run began.
+	Elapsed time.Duration
+	// ETA estimates the time left, or -1 when there is nothing to go on yet.
+	ETA time.Duration
+	// Last is the task that just ended, or nil for a periodic report.
+	Last *TaskResult
+}
+
+// TaskResult is one task's fate.
+type TaskResult struct {
+	buildgraph.Result
+	// Proc is how its process ended; nil when it never started (Skipped,
+	// NotRun, Canceled before its turn).
+	Proc *runtime.ProcessResult
+}
+
+// Report is the outcome of a whole run.
+type Report struct {
+	// Tasks holds every task's result in graph order.
+	Tasks []TaskResult
+	// Counts tallies the outcomes.
+	Counts [buildgraph.NumOutcomes]int
+	// Start is when Run began; Elapsed how long it took. User and Sys
+	// sum the CPU times of every process (rusage).
+	Start     time.Time
+	Elapsed   time.Duration
+	User, Sys time.Duration
+	// Slots is the runner's size: how many processes could run at once.
+	Slots int
+}
+
+// OK reports whether every task succeeded.
+func (r *Report) OK() bool { return r.Counts[buildgraph.Succeeded] == len(r.Tasks) }
+
+// Failed returns the tasks that ran and failed, in graph order.
+func (r *Report) Failed() []TaskResult {
+	var out []TaskResult
+	for _, t := range r.Tasks {
+		if t.Outcome == buildgraph.Failed {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// CPUPercent is (User+Sys)/Elapsed in percent, kernbench's "Percent CPU".
+func (r *Report) CPUPercent() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return 100 * float64(r.User+r.Sys) / float64(r.Elapsed)
+}
+
+// Close removes the spill files of every task's output.
+func (r *Report) Close() error {
+	var errs []error
+	for _, t := range r.Tasks {
+		if t.Proc != nil {
+			errs = append(errs, t.Proc.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run executes g on rt and returns once every task has its outcome and no
+// process of the run is left. The error is not nil only when the run could
+// not begin: the graph is invalid or a task can never fit the limits (an
+// *buildgraph.Error), or the process runner cannot start. Task failures are
+// in the Report. When ctx is canceled, running processes are killed and the
+// rest report Canceled.
+func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Options) (*Report, error) {
+	sched, err := buildgraph.NewScheduler(g, buildgraph.Limits{Slots: opts.Slots + opts.Farm.extraSlots(opts.Slots), MemMB: opts.MemMB, KeepGoing: opts.KeepGoing}, opts.History)
+	if err != nil {
+		return nil, err
+	}
+	pcfg := opts.Process
+	pcfg.Slots = opts.Slots
+	if pcfg.Slots <= 0 {
+		pcfg.Slots = rt.Workers()
+	}
+	runner, err := runtime.NewProcessRunner(rt, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("buildrun: %w", err)
+	}
+	environ := opts.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	fx, err := newFarmExec(rt, opts, pcfg)
+	if err != nil {
+		runner.Close()
+		return nil, err
+	}
+	b := &build{
+		opts:   opts,
+		sched:  sched,
+		runner: runner,
+		start:  time.Now(),
+		procs:  make(map[*buildgraph.Task]*runtime.ProcessResult, len(g.Tasks)),
+		farm:   fx,
+	}
+	b.report.Start, b.report.Slots = b.start, pcfg.Slots
+
+	stopTicker := b.tick()
+	var wg sync.WaitGroup
+	for {
+		t, err := sched.Acquire(ctx)
+		if err != nil {
+			if !errors.Is(err, buildgraph.ErrNoMoreTasks) {
+				sched.Cancel() // ctx is done
+			}
+			break
+		}
+		if fx != nil && fx.try(ctx, b, t, command(t, environ, opts.Timeout), &wg) {
+			continue
+		}
+		p := runner.Start(ctx, command(t, environ, opts.Timeout))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.finish(t, p.Wait())
+		}()
+	}
+	wg.Wait()
+	runner.Close()
+	fx.close()
+	stopTicker()
+
+	b.report.Elapsed = time.Since(b.start)
+	for _, r := range sched.Results() {
+		tr := TaskResult{Result: r, Proc: b.procs[r.Task]}
+		b.report.Tasks = append(b.report.Tasks, tr)
+		b.report.Counts[r.Outcome]++
+	}
+	return &b.report, nil
+}
+
+// build is the state of one Run.
+type build struct {
+	opts   Options
+	sched  *buildgraph.Scheduler
+	runner *runtime.ProcessRunner
+	start  time.Time
+	farm   *farmExec // nil without a farm
+
+	mu        sync.Mutex // guards the fields below and serialises Progress
+	procs     map[*buildgraph.Task]*runtime.ProcessResult
+	report    Report
+	doneWall  time.Duration // summed wall time of finished tasks, for the ETA
+	doneTasks int
+}
+
+// finish records a task's process result and reports it to the scheduler.
+func (b *build) finish(t *buildgraph.Task, res *runtime.ProcessResult) {
+	var o buildgraph.Outcome
+	switch res.Outcome {
+	case runtime.Succeeded:
+		o = buildgraph.Succeeded
+		if b.opts.History != nil {
+			b.opts.History.Record(t, res.Wall)
+		}
+	case runtime.Canceled:
+		o = buildgraph.Canceled
+	default:
+		o = buildgraph.Failed
+	}
+	if b.opts.Trace != nil && res.Pid > 0 && !b.farm.ranRemote(res) {
+		r := buildgraph.Result{Task: t, Outcome: o, Start: res.Start, End: res.End}
+		extra := map[string]any{"pid": res.Pid, "user_ms": res.User.Milliseconds(), "sys_ms": res.Sys.Milliseconds()}
+		if res.Signal != 0 {
+			extra["signal"] = res.Signal.String()
+		} else {
+			extra["exit"] = res.ExitCode
+		}
+		b.opts.Trace.TaskSpan(max(res.CPU, 0), r, extra)
+	}
+	b.mu.Lock()
+	b.procs[t] = res
+	b.report.User += res.User
+	b.report.Sys += res.Sys
+	if res.Pid > 0 {
+		b.doneWall += res.Wall
+		b.doneTasks++
+	}
+	b.mu.Unlock()
+
+	b.sched.Complete(t, o)
+
+	if b.opts.Progress != nil {
+		tr := TaskResult{Result: b.sched.Result(t), Proc: res}
+		b.mu.Lock()
+		b.opts.Progress(b.statusLocked(&tr))
+		b.mu.Unlock()
+	}
+}
+
+// tick calls Progress every ProgressEvery until the returned stop is
+// called.
+func (b *build) tick() (stop func()) {
+	if b.opts.Progress == nil || b.opts.ProgressEvery <= 0 {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(b.opts.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				b.mu.Lock()
+				b.opts.Progress(b.statusLocked(nil))
+				b.mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// statusLocked builds a Status. b.mu must be held.
+func (b *build) statusLocked(last *TaskResult) Status {
+	p := b.sched.Progress()
+	s := Status{Progress: p, Elapsed: time.Since(b.start), ETA: -1, Last: last}
+	slots := int64(max(b.runner.Slots(), 1))
+	left := max(p.PathLeft, p.WorkLeft/slots) // ms when Timed, else tasks
+	switch {
+	case p.Finished() == p.Total:
+		s.ETA = 0
+	case p.Timed:
+		s.ETA = time.Duration(left) * time.Millisecond
+	case b.doneTasks > 0:
+		s.ETA = time.Duration(left) * (b.doneWall / time.Duration(b.doneTasks))
+	}
+	return s
+}
+
+// command turns a task into the runner's Command.
+func command(t *buildgraph.Task, environ []string, timeout time.Duration) runtime.Command {
+	args := t.Cmd
+	if args == nil {
+		args = []string{"/bin/sh", "-c", t.Shell}
+	}
+	env := environ
+	if len(t.Env) > 0 {
+		env = slices.Clone(environ)
+		for _, k := range slices.Sorted(maps.Keys(t.Env)) {
+			env = append(env, k+"="+t.Env[k]) // exec keeps the last of duplicates
+		}
+	}
+	return runtime.Command{Args: args, Dir: t.Cwd, Env: env, Slots: t.Slots(), Timeout: timeout}
+}

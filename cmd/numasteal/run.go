@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/buildrun"
+	"github.com/numasteal/numasteal/runtime"
+)
+
+// runUsage is the synopsis of "numasteal run".
+const runUsage = `usage: numasteal run [flags] FILE
+
+Runs a workload on the numasteal runtime, each command a process placed on
+a CPU at fork time. FILE is a text file of shell commands (one per line), a
+JSON build graph ({"tasks": [...], "pools": {...}}) or a clang compilation
+database (compile_commands.json).
+
+Exit status: 0 when every task succeeded, 1 when a task failed (or the run
+was interrupted), 2 for bad input (nothing runs then).
+
+flags:`
+
+// runFlags are the parsed flags of "numasteal run".
+type runFlags struct {
+	jobs      int
+	keepGoing bool
+	policy    string
+	trace     string
+	history   string
+	format    string
+	pin       string
+	timeout   time.Duration
+	memMB     int
+	progress  string
+	jobserver jobserverFlags // run_jobserver.go
+	farm      farmFlags      // run_farm.go
+}
+
+// runRun implements "numasteal run".
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := flag.NewFlagSet("numasteal run", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, runUsage)
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&f.jobs, "j", -1, "running slots; default the usable CPUs; 0 admits every task at once and still runs one per CPU")
+	fs.BoolVar(&f.keepGoing, "k", false, "keep going after a failure (only its dependents are skipped)")
+	fs.StringVar(&f.policy, "policy", balance.Names()[0], "stealing and placement policy: "+strings.Join(balance.Names(), ", "))
+	fs.StringVar(&f.trace, "trace", "", "write a Chrome trace (Perfetto) of the run to this `file`")
+	fs.StringVar(&f.history, "history", ".numasteal_history", "durations of earlier runs, read and updated (\"\" for none)")
+	fs.StringVar(&f.format, "format", "auto", "workload format: auto, graph, compdb, commands")
+	fs.StringVar(&f.pin, "pin", "cpu", "child affinity: cpu (the placed CPU), node (its NUMA node), none")
+	fs.DurationVar(&f.timeout, "timeout", 0, "kill a task that runs longer than this (0: no limit)")
+	fs.IntVar(&f.memMB, "mem", 0, "most memory (MB) the running tasks may declare together (0: no limit)")
+	fs.StringVar(&f.progress, "progress", "auto", "progress display: auto (a live line on a terminal), lines, none")
+	f.jobserver.define(fs)
+	f.farm.define(fs)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "numasteal run: want exactly one FILE")
+		fs.Usage()
+		return exitUsage
+	}
+	bad := func(err error) int {
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitUsage
+	}
+	if f.jobs < -1 {
+		return bad(fmt.Errorf("-j %d: want 0 or more", f.jobs))
+	}
+	policy, err := balance.ByName(f.policy)
+	if err != nil {
+		return bad(err)
+	}
+	pin, err := runtime.ParsePinMode(f.pin)
+	if err != nil {
+		return bad(err)
+	}
+	switch f.progress {
+	case "auto", "lines", "none":
+	default:
+		return bad(fmt.Errorf("unknown --progress %q (want auto, lines or none)", f.progress))
+	}
+
+	g, err := loadWorkload(fs.Arg(0), f.format)
+	if err != nil {
+		return bad(err)
+	}
+	if err := g.CheckPrograms(os.Getenv("PATH")); err != nil {
+		return bad(err)
+	}
+	var hist *buildgraph.History
+	if f.history != "" {
+		if hist, err = buildgraph.LoadHistory(f.history); err != nil {
+			return bad(err)
+		}
+	}
+
+	rt, err := runtime.New(runtime.Config{Policy: policy})
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitFail
+	}
+	defer rt.Close()
+	if f.jobs < 0 {
+		f.jobs = rt.Workers()
+	}
+	js, jobs, jsCode, ok := openJobserver(f.jobserver, os.Environ(), f.jobs, rt.Workers(), g, stderr) // run_jobserver.go
+	if !ok {
+		return jsCode
+	}
+	defer js.finish(stderr)
+	f.jobs = jobs
+	rf, rfCode, ok := openFarm(ctx, f.farm, stderr) // run_farm.go
+	if !ok {
+		return rfCode
+	}
+
+	start := time.Now()
+	var trace *buildgraph.TraceWriter
+	if f.trace != "" {
+		trace = buildgraph.NewTraceWriter(start, "numasteal run "+fs.Arg(0))
+	}
+	disp := newProgressDisplay(stdout, f.progress)
+	rep, err := buildrun.Run(ctx, rt, g, buildrun.Options{
+		Slots:         f.jobs,
+		MemMB:         f.memMB,
+		KeepGoing:     f.keepGoing,
+		Timeout:       f.timeout,
+		History:       hist,
+		Trace:         trace,
+		Process:       js.process(runtime.ProcessConfig{Pin: pin, Subreaper: true}),
+		Progress:      disp.update,
+		ProgressEvery: disp.every(),
+		Farm:          rf.options(),
+	})
+	if err != nil {
+		var be *buildgraph.Error
+		if errors.As(err, &be) {
+			return bad(err)
+		}
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitFail
+	}
+	defer rep.Close()
+	disp.finish()
+
+	code := exitOK
+	if !rep.OK() {
+		code = exitFail
+	}
+	printFailures(stderr, rep)
+	printSummary(stdout, rep)
+	rf.printStats(stdout)
+	if hist != nil {
+		hist.Retain(g)
+		if err := hist.Save(f.history); err != nil {
+			fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+			code = exitFail
+		}
+	}
+	if trace != nil {
+		if err := writeTrace(f.trace, trace); err != nil {
+			fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+			code = exitFail
+		}
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "numasteal run: interrupted")
+		code = exitFail
+	}
+	return code
+}
+
+// loadWorkload reads the workload file in the given format ("auto" to
+// detect it).
+func loadWorkload(path, format string) (*buildgraph.Graph, error) {
+	if format == "auto" {
+		return buildgraph.LoadFile(path)
+	}
+	fm, err := buildgraph.ParseFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return buildgraph.Parse(path, data, fm)
+}
+
+// writeTrace writes the trace to path.
+func writeTrace(path string, trace *buildgraph.TraceWriter) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if _, err := trace.WriteTo(out); err != nil {
+		out.Close()
+		return fmt.Errorf("trace %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("trace %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,448 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+// Process tasks: external commands run as tasks of a Runtime.
+//
+// The life of one (ProcessRunner.Start):
+//
+//  1. Admission. The request queues for its slots (slotSem) in the order
+//     Start was called. Slots bound how many processes run at once; they
+//     are not workers, so a worker never sits blocked on a child.
+//  2. Fork. Once it has its slots, a Go task injected into the runtime
+//     picks the CPU at that moment (pickCPU: the runtime's balancing policy,
+//     balance.PlaceExec, seeing the runner's processes as load), and forks
+//     and execs the command confined to that CPU (or its node) from its
+//     first instruction: directly from the worker thread when the worker is
+//     pinned to exactly that CPU, else through affinity.StartPlaced. The
+//     child gets a process group of its own. The worker then goes back to
+//     other Go tasks.
+//  3. Wait. A plain goroutine, not a worker, waits for the child in
+//     waitid(2) (blocked in the kernel, burning no CPU), while a second one
+//     watches the context and the timeout: on either it sends SIGTERM to
+//     the whole group and, after Grace, SIGKILL.
+//  4. Clean-up. When the command exits, the rest of its group gets
+//     SIGKILL (background jobs and grandchildren never outlive their
+//     task), the command is reaped, its orphans are reaped (with
+//     Subreaper), and only then are the slots released and the result
+//     delivered. Every Start yields exactly one ProcessResult.
+//
+// ProcessConfig's Admit, Prepare and Reaped hooks let a GNU make jobserver
+// (package jobserver) take a token before the fork, hand its descriptors
+// to the child, and count tokens back after the reap.
+
+// PinMode says what affinity a process task's child starts with.
+type PinMode uint8
+
+const (
+	// PinCPU confines the child (and its children) to the one CPU chosen at
+	// fork time.
+	PinCPU PinMode = iota
+	// PinNode confines it to the usable CPUs of that CPU's NUMA node, so
+	// the kernel may still balance it inside the node.
+	PinNode
+	// PinNone leaves the child with this process's affinity. It is implied
+	// when the runtime's workers are not pinned (Config.NoPin, a virtual
+	// topology).
+	PinNone
+)
+
+// String returns "cpu", "node" or "none".
+func (m PinMode) String() string {
+	switch m {
+	case PinCPU:
+		return "cpu"
+	case PinNode:
+		return "node"
+	case PinNone:
+		return "none"
+	}
+	return fmt.Sprintf("PinMode(%d)", uint8(m))
+}
+
+// ParsePinMode is the inverse of PinMode.String, for a --pin flag.
+func ParsePinMode(s string) (PinMode, error) {
+	for _, m := range []PinMode{PinCPU, PinNode, PinNone} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return PinCPU, fmt.Errorf("runtime: unknown pin mode %q (want cpu, node or none)", s)
+}
+
+// ProcessConfig configures a ProcessRunner. The zero value is valid.
+type ProcessConfig struct {
+	// Slots is how many slots running processes hold together at most; 0
+	// means one per worker.
+	Slots int
+	// Pin is the affinity children start with.
+	Pin PinMode
+	// Grace is how long a canceled or timed-out command has between SIGTERM
+	// and SIGKILL; 0 means 2 seconds.
+	Grace time.Duration
+	// OutputLimit is how many bytes of each stream stay in memory before
+	// spilling to a file; 0 means DefaultOutputLimit.
+	OutputLimit int
+	// SpillDir is where spill files go; "" means os.TempDir().
+	SpillDir string
+	// Subreaper makes this process a child subreaper (prctl
+	// PR_SET_CHILD_SUBREAPER) when the runner is created, so that the
+	// grandchildren a command leaves behind are reparented here and reaped
+	// by the runner rather than by init. It changes the whole process (any
+	// orphan of any child comes here), so only a program that runs all its
+	// children through runners, like `numasteal run`, should set it.
+	Subreaper bool
+
+	// Admit, when not nil, is a further admission gate, passed after the
+	// runner's own slots and before the fork: a GNU make jobserver token,
+	// say. release is called once the task's process group is gone. An
+	// error ends the task without running it: Canceled when ctx is done,
+	// else Failed with that error.
+	Admit func(ctx context.Context) (release func(), err error)
+	// Prepare, when not nil, is called with each command's exec.Cmd on the
+	// forking worker just before the fork, to add descriptors (ExtraFiles)
+	// or environment (MAKEFLAGS). An error fails the task unstarted.
+	Prepare func(c *exec.Cmd) error
+	// Reaped, when not nil, is called with each command that was started,
+	// after it and its group are reaped and before its slots are released
+	// (a jobserver counts its lost tokens back here).
+	Reaped func(c *exec.Cmd)
+}
+
+// Command is an external command to run as a task.
+type Command struct {
+	// Args is the argv; Args[0] is looked up in PATH unless it contains a
+	// slash (a relative path is relative to Dir).
+	Args []string
+	// Dir is the working directory; "" means the caller's.
+	Dir string
+	// Env is the environment; nil means the caller's.
+	Env []string
+	// Slots is how many slots the process holds while it runs; 0 means 1.
+	// A request above the runner's size is clamped to it.
+	Slots int
+	// Timeout, when positive, kills the command (SIGTERM, then SIGKILL)
+	// once it has run that long; the result then has TimedOut set.
+	Timeout time.Duration
+}
+
+// ErrTimeout is the cause of a process task killed by Command.Timeout.
+var ErrTimeout = errors.New("runtime: process timed out")
+
+// ProcessRunner runs external commands as tasks of a Runtime. It is safe
+// for concurrent use. Close it before closing the Runtime.
+type ProcessRunner struct {
+	rt    *Runtime
+	cfg   ProcessConfig
+	slots *slotSem
+	pin   PinMode
+
+	// running counts the processes running on each worker's CPU, for the
+	// placement; index = worker id.
+	running []atomic.Int32
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // one per Start until its result is delivered
+
+	mu     sync.Mutex // orders Start's wg.Add before Close's wg.Wait
+	closed bool       // guarded by mu
+}
+
+// NewProcessRunner returns a runner whose fork tasks run on rt's workers.
+// It fails only when cfg.Subreaper is set and the prctl fails.
+func NewProcessRunner(rt *Runtime, cfg ProcessConfig) (*ProcessRunner, error) {
+	if cfg.Slots <= 0 {
+		cfg.Slots = len(rt.workers)
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 2 * time.Second
+	}
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = DefaultOutputLimit
+	}
+	if cfg.Subreaper {
+		if err := setSubreaper(); err != nil {
+			return nil, fmt.Errorf("runtime: PR_SET_CHILD_SUBREAPER: %w", err)
+		}
+	}
+	pin := cfg.Pin
+	if rt.cfg.NoPin {
+		pin = PinNone
+	}
+	r := &ProcessRunner{
+		rt:      rt,
+		cfg:     cfg,
+		slots:   newSlotSem(cfg.Slots),
+		pin:     pin,
+		running: make([]atomic.Int32, len(rt.workers)),
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// Slots returns the runner's number of slots.
+func (r *ProcessRunner) Slots() int { return r.cfg.Slots }
+
+// SlotsUsed returns the slots held by running processes now (and by those
+// about to fork).
+func (r *ProcessRunner) SlotsUsed() int { return r.slots.used() }
+
+// Process is a process task started by ProcessRunner.Start.
+type Process struct {
+	done   chan struct{}
+	result *ProcessResult
+	pid    atomic.Int64 // 0 until the command has started
+}
+
+// Pid returns the command's process id once it has started, else -1. The
+// process group has the same id.
+func (p *Process) Pid() int {
+	if pid := p.pid.Load(); pid > 0 {
+		return int(pid)
+	}
+	return -1
+}
+
+// Done returns a channel closed when the result is ready.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the task has ended — the command exited or was
+// killed, its process group is gone and its slots are free, or it never
+// started — and returns its result.
+func (p *Process) Wait() *ProcessResult {
+	<-p.done
+	return p.result
+}
+
+// Start queues cmd for its slots now (so calls start in call order), and
+// returns at once; the command forks once its slots are free. When ctx is
+// done first, or the runner or the runtime closes, the task reports
+// Canceled without running; when ctx is done while it runs, its process
+// group is killed and it reports Canceled.
+func (r *ProcessRunner) Start(ctx context.Context, cmd Command) *Process {
+	p := &Process{done: make(chan struct{})}
+	res := &ProcessResult{
+		Args: cmd.Args, CPU: -1, Worker: -1, Pid: -1, ExitCode: -1,
+		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir),
+		Stderr: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir),
+	}
+	p.result = res
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		res.Outcome, res.Err = Canceled, ErrClosed
+		res.Stdout.seal()
+		res.Stderr.seal()
+		close(p.done)
+		return p
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	n := r.slots.clamp(cmd.Slots)
+	w := r.slots.enqueue(n)
+	go r.run(ctx, cmd, n, w, p)
+	return p
+}
+
+// Run is Start followed by Wait.
+func (r *ProcessRunner) Run(ctx context.Context, cmd Command) *ProcessResult {
+	return r.Start(ctx, cmd).Wait()
+}
+
+// Close kills every running process group (SIGTERM, then SIGKILL after
+// Grace), makes queued and later Starts report Canceled with ErrClosed, and
+// returns once every result has been delivered. Calling it again does
+// nothing.
+func (r *ProcessRunner) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	return nil
+}
+
+// run is the goroutine of one process task: admission, fork, wait.
+func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *Process) {
+	defer r.wg.Done()
+	defer close(p.done)
+	res := p.result
+	defer res.Stderr.seal()
+	defer res.Stdout.seal()
+
+	// The task's context: the caller's, canceled also by Close.
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(r.ctx, func() { cancel(ErrClosed) })
+	defer stop()
+
+	if err := r.slots.wait(tctx, w); err != nil {
+		res.Outcome, res.Err = Canceled, err
+		return
+	}
+	defer r.slots.release(n)
+	if r.cfg.Admit != nil {
+		release, err := r.cfg.Admit(tctx)
+		if err != nil {
+			res.Outcome, res.Err = Failed, err
+			if tctx.Err() != nil {
+				res.Outcome, res.Err = Canceled, context.Cause(tctx)
+			}
+			return
+		}
+		defer release()
+	}
+
+	// The fork runs as a runtime task; its group's context adds the
+	// runtime's own cancellation (Close with Cancel) to tctx.
+	var (
+		c     *exec.Cmd
+		wid   = -1
+		fctx  context.Context
+		start time.Time
+	)
+	g := r.rt.Group(tctx)
+	g.Go(func(x *Ctx) error {
+		fctx = x.Context()
+		if err := fctx.Err(); err != nil {
+			return context.Cause(fctx)
+		}
+		wid = r.pickCPU(x)
+		r.running[wid].Add(1) // counted now, so the next pick sees it
+		c = r.command(cmd, res)
+		start = time.Now()
+		if r.cfg.Prepare != nil {
+			if err := r.cfg.Prepare(c); err != nil {
+				res.Err = fmt.Errorf("runtime: preparing %s: %w", commandName(cmd.Args), err)
+				return nil
+			}
+		}
+		res.Err = r.fork(x, c, wid, res)
+		return nil
+	})
+	if err := g.Wait(); err != nil || c == nil {
+		// Never forked: canceled before the fork task ran.
+		if err == nil {
+			err = context.Canceled
+		}
+		res.Outcome, res.Err = Canceled, err
+		return
+	}
+	defer r.running[wid].Add(-1)
+	if res.Err != nil {
+		// The program could not be started: the task's failure.
+		res.Outcome = Failed
+		res.Start, res.End = start, time.Now()
+		return
+	}
+	res.Pid = c.Process.Pid
+	p.pid.Store(int64(res.Pid))
+	res.Start = start
+	r.wait(fctx, cmd, c, res)
+	if r.cfg.Reaped != nil {
+		r.cfg.Reaped(c)
+	}
+	// The group holds fctx's link to the runtime's cancellation; it must
+	// stay reachable until the process is gone.
+	goruntime.KeepAlive(g)
+}
+
+// command builds the exec.Cmd for cmd, writing into res's outputs.
+func (r *ProcessRunner) command(cmd Command, res *ProcessResult) *exec.Cmd {
+	var c *exec.Cmd
+	if len(cmd.Args) == 0 {
+		c = &exec.Cmd{Err: errors.New("runtime: empty command")}
+	} else {
+		c = exec.Command(cmd.Args[0], cmd.Args[1:]...)
+	}
+	c.Dir, c.Env = cmd.Dir, cmd.Env
+	c.Stdout, c.Stderr = res.Stdout, res.Stderr
+	c.SysProcAttr = processAttr()
+	// The output pipes close when the group is killed; this only bounds
+	// Wait if a process escaped the group and kept a pipe open.
+	c.WaitDelay = r.cfg.Grace
+	return c
+}
+
+// fork starts c on the CPU of worker wid (or its node), from the calling
+// worker x. The worker thread itself forks when it is pinned to exactly
+// that CPU: the child inherits the thread's mask, as affinity.StartPinned
+// arranges on a fresh thread otherwise.
+func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, wid int, res *ProcessResult) error {
+	target := r.rt.workers[wid]
+	res.Worker, res.CPU, res.Node = x.Worker(), target.cpu, target.node
+	var set cpuset.Set
+	switch r.pin {
+	case PinCPU:
+		set = cpuset.Of(target.cpu)
+	case PinNode:
+		if n, ok := r.rt.topo.Node(target.node); ok && !n.Usable.IsEmpty() {
+			set = n.Usable
+		} else {
+			set = cpuset.Of(target.cpu)
+		}
+	case PinNone:
+		return c.Start()
+	}
+	res.Affinity = set
+	if r.pin == PinCPU && x.w.cpu == target.cpu {
+		return c.Start()
+	}
+	return affinity.StartPinned(c, set)
+}
+
+// wait waits for the started command c, kills its group on cancellation,
+// timeout or exit, reaps everything, and fills res.
+func (r *ProcessRunner) wait(ctx context.Context, cmd Command, c *exec.Cmd, res *ProcessResult) {
+	pid := c.Process.Pid // the group id too (Setpgid)
+	exited := make(chan struct{})
+	go func() {
+		waitExited(pid)
+		close(exited)
+	}()
+	var timeout <-chan time.Time
+	if cmd.Timeout > 0 {
+		t := time.NewTimer(cmd.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var cause error
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		cause = context.Cause(ctx)
+	case <-timeout:
+		cause = ErrTimeout
+	}
+	if cause != nil {
+		signalGroup(pid, syscall.SIGTERM)
+		grace := time.NewTimer(r.cfg.Grace)
+		select {
+		case <-exited:
+		case <-grace.C:
+		}
+		grace.Stop()
+	}
+	// The command has exited (or is about to, from this SIGKILL): whatever
+	// is left of its group goes too.
+	signalGroup(pid, syscall.SIGKILL)
+	<-exited
+	werr := c.Wait()
+	reapGroup(pid)
+	res.End = time.Now()
+	res.fill(c, werr, cause)
+}

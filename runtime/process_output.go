@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// DefaultOutputLimit is how many bytes of each output stream a process task
+// keeps in memory before it spills the stream to a temporary file.
+const DefaultOutputLimit = 64 << 10
+
+// Output is one captured output stream (stdout or stderr) of a process
+// task. The first bytes are kept in memory; once the stream grows past the
+// limit, all of it moves to a temporary file, so a compiler that prints a
+// megabyte of warnings costs a file, not a megabyte of heap per task. It is
+// safe for concurrent use. Close removes the file.
+type Output struct {
+	mu      sync.Mutex
+	limit   int
+	dir     string
+	buf     []byte
+	f       *os.File // the spill file, while still being written
+	path    string   // the spill file's name, "" while in memory
+	n       int64
+	err     error // the first write error to the spill file
+	removed bool
+}
+
+// newOutput returns an Output that keeps up to limit bytes in memory and
+// spills into a temporary file in dir ("" for os.TempDir).
+func newOutput(limit int, dir string) *Output {
+	return &Output{limit: limit, dir: dir}
+}
+
+// Write implements io.Writer. It never fails to the writer (the child
+// process must not see a broken pipe because the disk is full); a spill
+// error is kept and returned by Bytes.
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n += int64(len(p))
+	if o.err != nil || o.removed {
+		return len(p), nil
+	}
+	if o.path == "" && len(o.buf)+len(p) <= o.limit {
+		o.buf = append(o.buf, p...)
+		return len(p), nil
+	}
+	if o.path == "" {
+		f, err := os.CreateTemp(o.dir, "numasteal-output-*")
+		if err != nil {
+			o.err = fmt.Errorf("runtime: spilling process output: %w", err)
+			return len(p), nil
+		}
+		o.f, o.path = f, f.Name()
+		if _, err := f.Write(o.buf); err != nil {
+			o.err = fmt.Errorf("runtime: spilling process output to %s: %w", o.path, err)
+		}
+		o.buf = nil
+	}
+	if o.f != nil && o.err == nil {
+		if _, err := o.f.Write(p); err != nil {
+			o.err = fmt.Errorf("runtime: spilling process output to %s: %w", o.path, err)
+		}
+	}
+	return len(p), nil
+}
+
+// seal closes the spill file for writing once the process has exited.
+func (o *Output) seal() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f != nil {
+		if err := o.f.Close(); err != nil && o.err == nil {
+			o.err = fmt.Errorf("runtime: spilling process output to %s: %w", o.path, err)
+		}
+		o.f = nil
+	}
+}
+
+// Len returns the number of bytes the process wrote to the stream.
+func (o *Output) Len() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n
+}
+
+// SpillFile returns the name of the temporary file holding the stream, or
+// "" while it fits in memory.
+func (o *Output) SpillFile() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.path
+}
+
+// Bytes returns the whole stream, read back from the spill file when there
+// is one.
+func (o *Output) Bytes() ([]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return nil, o.err
+	}
+	if o.removed {
+		return nil, fmt.Errorf("runtime: process output already closed")
+	}
+	if o.path == "" {
+		return bytes.Clone(o.buf), nil
+	}
+	return os.ReadFile(o.path)
+}
+
+// Tail returns at most the last n bytes of the stream, for showing the end
+// of a long failure without reading it all into memory.
+func (o *Output) Tail(n int) ([]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return nil, o.err
+	}
+	if o.removed {
+		return nil, fmt.Errorf("runtime: process output already closed")
+	}
+	if o.path == "" {
+		return bytes.Clone(o.buf[max(0, len(o.buf)-n):]), nil
+	}
+	f, err := os.Open(o.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := o.n
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	off := max(0, size-int64(n))
+	buf := make([]byte, size-off)
+	_, err = io.ReadFull(io.NewSectionReader(f, off, size-off), buf)
+	return buf, err
+}
+
+// Close removes the spill file, if any. The Output is unusable afterwards.
+func (o *Output) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.removed {
+		return nil
+	}
+	o.removed = true
+	o.buf = nil
+	var err error
+	if o.f != nil {
+		err = o.f.Close()
+		o.f = nil
+	}
+	if o.path != "" {
+		if rerr := os.Remove(o.path); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
