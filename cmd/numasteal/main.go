@@ -38,6 +38,8 @@ type command struct {
 // write its function in a file of its own and add a line here.
 var commands = [...]command{
 	{"topo", "print the machine: topology tree, NUMA nodes, scheduling domains", runTopo},
+	{"run", "run a workload of commands or a build graph as placed processes", runRun},
+	{"farm", "the compile farm of numasteal run --farm: farm status probes its hosts", runFarmCmd},
 	{"bench", "run an experiment: forkjoin, counters (see numasteal bench help)", runBench},
 }
 
