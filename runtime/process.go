@@ -291,10 +291,20 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 	defer stop()
 
 	if err := r.slots.wait(tctx, w); err != nil {
-		res.Outcome, res.Err = Canceled, err
+		res.Outcome, res.Err = Canceled, context.Cause(tctx)
+		if r.ctx.Err() != nil {
+			res.Err = ErrClosed
+		}
 		return
 	}
 	defer r.slots.release(n)
+	// A slot freed by Close killing a running process must not start a
+	// queued one: Close cancels r.ctx before it kills anything, but the
+	// AfterFunc above cancels tctx from another goroutine, possibly later.
+	if r.ctx.Err() != nil {
+		res.Outcome, res.Err = Canceled, ErrClosed
+		return
+	}
 	if r.cfg.Admit != nil {
 		release, err := r.cfg.Admit(tctx)
 		if err != nil {
