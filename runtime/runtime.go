@@ -113,7 +113,6 @@ func New(cfg Config) (*Runtime, error) {
 		rt.byNode[node] = append(rt.byNode[node], w)
 	}
 	for _, w := range rt.workers {
-		w.victims = rt.victimLevels(w)
 		w.cnt.stolenFromBy = make([]uint32, len(rt.workers))
 	}
 	rt.idle.init(len(rt.workers))
@@ -193,36 +192,6 @@ func selectCPUs(topo *topology.Topology, cfg Config) ([]int, error) {
 		cpus = picked.IDs()
 	}
 	return cpus, nil
-}
-
-// victimLevels lists, for each domain level of w's CPU, the workers that
-// level adds to the one below it: the order in which an idle w looks for
-// work, nearest first.
-func (rt *Runtime) victimLevels(w *worker) [][]*worker {
-	levels := make([][]*worker, len(rt.levels))
-	chain := rt.domains.Chain(w.cpu)
-	var seen cpuset.Set
-	seen.Add(w.cpu)
-	for _, d := range chain {
-		var vs []*worker
-		for cpu := range d.Span.All() {
-			if v := rt.byCPU[cpu]; v != nil && !seen.Contains(cpu) {
-				vs = append(vs, v)
-			}
-		}
-		seen = seen.Union(d.Span)
-		levels[d.Level.Depth] = append(levels[d.Level.Depth], vs...)
-	}
-	// Workers outside every domain of w (possible only when the domains
-	// were built for other CPUs than the workers) go to the outermost level.
-	last := len(levels) - 1
-	for _, v := range rt.workers {
-		if !seen.Contains(v.cpu) {
-			levels[last] = append(levels[last], v)
-			seen.Add(v.cpu)
-		}
-	}
-	return levels
 }
 
 // Workers returns the number of workers.

@@ -32,13 +32,12 @@ type worker struct {
 	_ cacheLinePad
 
 	// Owner only.
-	victims   [][]*worker // per domain level, the workers that level adds, nearest level first
-	spinning  bool        // counted in rt.nSpinning
-	tick      uint32      // tasks run, for the inbox fairness check
-	lifoRuns  int         // consecutive tasks taken from the LIFO slot
-	rng       uint64      // xorshift state for victim order
-	free      []*Task     // recycled runtime-owned tasks
-	cnt       counters    // plain counters, folded into tot
+	spinning  bool     // counted in rt.nSpinning
+	tick      uint32   // tasks run, for the inbox fairness check
+	lifoRuns  int      // consecutive tasks taken from the LIFO slot
+	rng       uint64   // xorshift state for victim order
+	free      []*Task  // recycled runtime-owned tasks
+	cnt       counters // plain counters, folded into tot
 	sinceFold int
 	depth     int // nesting of helping Waits on this goroutine's stack
 
