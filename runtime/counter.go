@@ -6,12 +6,14 @@ import (
 )
 
 // Counter is a statistics counter for tasks, built the way FreeBSD's
-// counter(9) is: each worker has its own small slot that only it increments,
-// with a plain add, and the runtime folds the slots into a 64-bit total at
-// the worker's safe points (every Config.FoldEvery tasks, before it parks,
-// and whenever a slot gets large). Load returns the total, so it may lag
-// the increments by at most one fold of each running worker; once the
-// runtime is idle or closed it is exact.
+// counter(9) is: each worker has its own slot that only it increments, with
+// a plain add, and the runtime folds the slots into an atomic total at the
+// worker's safe points (every Config.FoldEvery tasks and before it parks).
+// Load reads only the totals — never another worker's slot, which would be
+// a data race — so it may lag the increments by at most one fold of each
+// running worker; once the runtime is idle or closed it is exact. The slot
+// is 64 bits wide so that Inc needs no overflow check between folds: an
+// increment is one add to memory, like a plain counter++.
 //
 // Make one with Runtime.NewCounter. Inc and Add must be called from tasks.
 type Counter struct {
@@ -22,15 +24,11 @@ type Counter struct {
 // counterSlot is one worker's part of a Counter, alone on its cache line so
 // two workers' increments never share a line.
 type counterSlot struct {
-	local uint32        // owner only: plain increments
-	_     [60]byte      // keep total off local's line (false sharing)
+	local uint64        // owner only: plain increments
+	_     [56]byte      // keep total off local's line (false sharing)
 	total atomic.Uint64 // owner adds at folds; Load reads
 	_     [56]byte
 }
-
-// counterFoldAt folds a slot early when it reaches this value, so a single
-// long task cannot overflow the 32-bit slot between safe points.
-const counterFoldAt = 1 << 31
 
 // counterRegistry lists a runtime's Counters for the workers' folds. The
 // slice is replaced, never changed, so workers read it without a lock.
@@ -57,20 +55,12 @@ func (rt *Runtime) NewCounter() *Counter {
 // Inc adds one to the counter from the task running with ctx: a plain
 // increment of the running worker's slot.
 func (c *Counter) Inc(ctx *Ctx) {
-	s := &c.slots[ctx.w.id]
-	s.local++
-	if s.local >= counterFoldAt {
-		s.fold()
-	}
+	c.slots[ctx.w.id].local++
 }
 
 // Add adds n to the counter from the task running with ctx.
-func (c *Counter) Add(ctx *Ctx, n uint32) {
-	s := &c.slots[ctx.w.id]
-	if uint64(s.local)+uint64(n) >= counterFoldAt {
-		s.fold()
-	}
-	s.local += n
+func (c *Counter) Add(ctx *Ctx, n uint64) {
+	c.slots[ctx.w.id].local += n
 }
 
 // Load returns the folded total.
@@ -84,7 +74,7 @@ func (c *Counter) Load() uint64 {
 
 func (s *counterSlot) fold() {
 	if s.local != 0 {
-		s.total.Add(uint64(s.local))
+		s.total.Add(s.local)
 		s.local = 0
 	}
 }
@@ -97,3 +87,20 @@ func (w *worker) foldCounters() {
 		}
 	}
 }
+
+// Local returns the running worker's slot of c as a handle whose Inc is a
+// single add to memory: the counter(9) way of hoisting the per-CPU address
+// out of a loop. The handle is valid only during the task that ctx belongs
+// to (a task never changes worker while it runs); do not keep it.
+func (c *Counter) Local(ctx *Ctx) *LocalCounter {
+	return (*LocalCounter)(&c.slots[ctx.w.id].local)
+}
+
+// LocalCounter is one worker's slot of a Counter; see Counter.Local.
+type LocalCounter uint64
+
+// Inc adds one.
+func (l *LocalCounter) Inc() { *l++ }
+
+// Add adds n.
+func (l *LocalCounter) Add(n uint64) { *l += LocalCounter(n) }
