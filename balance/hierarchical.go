@@ -13,7 +13,7 @@ type HierarchicalConfig struct {
 	// (min_interval = span weight ms, max_interval = 2 × span weight ms)
 	// becomes here. A user-space steal costs far less than a kernel
 	// rebalance; the default is 250ns, measured in the simulator
-	// (docs/bench-sim.md): on 128ia64-17n4s2c fork-join, 1µs made the
+	// (docs/BENCHMARKS.md, simulator section): on 128ia64-17n4s2c fork-join, 1µs made the
 	// makespan 3% longer than Flat's and 10µs 71% (idle nodes waited out
 	// their intervals during the ramp-up), while at 250ns it is 3% shorter.
 	// A 128-CPU level then waits 32µs to 64µs after finding itself

@@ -71,7 +71,7 @@ func TestSimDeterministic(t *testing.T) {
 }
 
 // TestSimHierarchicalTarget checks the target where the
-// simulator meets it for every seed tried (docs/bench-sim.md has all the
+// simulator meets it for every seed tried (docs/BENCHMARKS.md has all the
 // figures): on 16amd64-8n2c and 128ia64-17n4s2c, fork-join under
 // Hierarchical has at most half Flat's remote-steal fraction and a
 // makespan within 5% of the best policy's; Local, which never leaves the
