@@ -11,6 +11,7 @@ import (
 var benchmarks = [...]command{
 	{"forkjoin", "fib(30) with a task per call: serial, numasteal, goroutines, errgroup", runBenchForkJoin},
 	{"counters", "the counter(9) cost table: ns per increment of each kind of counter", runBenchCounters},
+	{"sim", "SIMULATION of the balancing policies on a dumped topology (--root DIR)", runBenchSim},
 }
 
 // runBench dispatches "numasteal bench NAME [flags]".
