@@ -11,6 +11,9 @@ import (
 var benchmarks = [...]command{
 	{"forkjoin", "fib(30) with a task per call: serial, numasteal, goroutines, errgroup", runBenchForkJoin},
 	{"counters", "the counter(9) cost table: ns per increment of each kind of counter", runBenchCounters},
+	{"kernbench", "the seed's kernel-build table: one build graph through numasteal run, make, ninja, xargs", runBenchKernbench},
+	{"sdet", "SDET multi-user throughput, 1-128 scripts: numasteal process tasks vs goroutines + os/exec", runBenchSDET},
+	{"diffprofile", "the seed's diffprofile: CPU profile of one benchmark under two policies, B - A per function", runBenchDiffProfile},
 	{"sim", "SIMULATION of the balancing policies on a dumped topology (--root DIR)", runBenchSim},
 }
 

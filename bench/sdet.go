@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/numasteal/numasteal/runtime"
+)
+
+// SDET: the seed's multi-user throughput benchmark. N concurrent "users"
+// each run a script of short commands found on every Debian machine, over
+// and over, for a fixed time; throughput is finished scripts per hour. The
+// numasteal contender runs every command as a process task of the runtime
+// (runtime.ProcessRunner: placed at fork, pinned, reaped without spinning);
+// the baseline runs the same commands from plain goroutines with os/exec,
+// no placement. Contenders alternate point by point.
+
+// sdetScript is the fixed mix, run in the script's own directory holding
+// input.txt and small.c.
+var sdetScript = [][]string{
+	{"cc", "-O1", "-c", "small.c", "-o", "small.o"},
+	{"grep", "-c", "numasteal", "input.txt"},
+	{"sort", "input.txt", "-o", "sorted.txt"},
+	{"ls", "-l", "."},
+	{"cp", "sorted.txt", "copy.txt"},
+	{"sh", "-c", "cat copy.txt | wc -l"},
+	{"rm", "-f", "copy.txt", "sorted.txt", "small.o"},
+}
+
+// SDETOptions configures RunSDET. Zero fields take defaults.
+type SDETOptions struct {
+	// Ns are the numbers of concurrent scripts; nil means 1, 2, 4, ..., 128.
+	Ns []int
+	// Duration is how long each contender runs at each N in each
+	// repetition; 0 means 2 seconds.
+	Duration time.Duration
+	// Reps is the number of repetitions; 0 means 3.
+	Reps int
+	// Slots is the ProcessRunner's slots: 0 means one per worker (the
+	// runtime's default), -1 one per script (N).
+	Slots int
+	// Dir is the scratch directory; "" means a temporary one.
+	Dir string
+	// Progress, when not nil, is called before each measurement.
+	Progress func(SDETProgress)
+}
+
+// SDETProgress says which measurement is starting.
+type SDETProgress struct {
+	Contender string
+	N         int
+	Rep, Reps int
+	Left      time.Duration
+}
+
+// SDETPoint is the result at one N.
+type SDETPoint struct {
+	N int `json:"n"`
+	// Scripts per hour, mean over repetitions, and their std devs.
+	BaselinePerHour     float64 `json:"baseline_per_hour"`
+	BaselineStdPerHour  float64 `json:"baseline_std_per_hour"`
+	NumastealPerHour    float64 `json:"numasteal_per_hour"`
+	NumastealStdPerHour float64 `json:"numasteal_std_per_hour"`
+	// Pct is numasteal's throughput as a percent of the baseline's (mean
+	// over repetitions of the per-repetition ratio), PctStd its std dev.
+	Pct    float64 `json:"pct_of_baseline"`
+	PctStd float64 `json:"pct_std"`
+}
+
+// SDETResult is a whole SDET run.
+type SDETResult struct {
+	Script    string      `json:"script"`
+	DurationS float64     `json:"duration_s"`
+	Reps      int         `json:"reps"`
+	Workers   int         `json:"workers"`
+	Slots     string      `json:"slots"`
+	Points    []SDETPoint `json:"points"`
+}
+
+// RunSDET measures SDET throughput at each N for numasteal and the
+// baseline.
+func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
+	if o.Ns == nil {
+		o.Ns = []int{1, 2, 4, 8, 16, 32, 64, 128}
+	}
+	if o.Duration <= 0 {
+		o.Duration = 2 * time.Second
+	}
+	if o.Reps <= 0 {
+		o.Reps = 3
+	}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sdet-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: sdet: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	maxN := 0
+	for _, n := range o.Ns {
+		maxN = max(maxN, n)
+	}
+	dirs, err := sdetDirs(dir, maxN)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := runtime.New(runtime.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: sdet: %w", err)
+	}
+	defer rt.Close()
+	res := &SDETResult{Script: sdetScriptText(), DurationS: o.Duration.Seconds(), Reps: o.Reps, Workers: rt.Workers()}
+	switch {
+	case o.Slots < 0:
+		res.Slots = "N"
+	case o.Slots == 0:
+		res.Slots = fmt.Sprint(rt.Workers())
+	default:
+		res.Slots = fmt.Sprint(o.Slots)
+	}
+	total := len(o.Ns) * o.Reps * 2
+	done := 0
+	for _, n := range o.Ns {
+		var base, ns, pct []float64
+		for rep := range o.Reps {
+			for _, contender := range []string{"baseline", "numasteal"} {
+				if o.Progress != nil {
+					o.Progress(SDETProgress{Contender: contender, N: n, Rep: rep + 1, Reps: o.Reps,
+						Left: time.Duration(total-done) * o.Duration})
+				}
+				done++
+				var perHour float64
+				var err error
+				if contender == "baseline" {
+					perHour, err = sdetMeasure(ctx, n, o.Duration, dirs, execRun)
+				} else {
+					slots := o.Slots
+					if slots < 0 {
+						slots = n
+					}
+					perHour, err = sdetNumasteal(ctx, rt, slots, n, o.Duration, dirs)
+				}
+				if err != nil {
+					return nil, err
+				}
+				if contender == "baseline" {
+					base = append(base, perHour)
+				} else {
+					ns = append(ns, perHour)
+					pct = append(pct, 100*perHour/base[len(base)-1])
+				}
+			}
+		}
+		p := SDETPoint{N: n}
+		p.BaselinePerHour, p.BaselineStdPerHour = meanStd(base)
+		p.NumastealPerHour, p.NumastealStdPerHour = meanStd(ns)
+		p.Pct, p.PctStd = meanStd(pct)
+		res.Points = append(res.Points, p)
+	}
+	return res, nil
+}
+
+// sdetNumasteal measures n scripts whose commands run as process tasks of
+// rt, through a runner with the given slots (0: one per worker).
+func sdetNumasteal(ctx context.Context, rt *runtime.Runtime, slots, n int, d time.Duration, dirs []string) (float64, error) {
+	pr, err := runtime.NewProcessRunner(rt, runtime.ProcessConfig{Slots: slots})
+	if err != nil {
+		return 0, fmt.Errorf("bench: sdet: %w", err)
+	}
+	defer pr.Close()
+	return sdetMeasure(ctx, n, d, dirs, func(ctx context.Context, args []string, dir string) error {
+		r := pr.Run(ctx, runtime.Command{Args: args, Dir: dir})
+		defer r.Close()
+		if !r.Success() {
+			return fmt.Errorf("bench: sdet: %s: %s: %v", strings.Join(args, " "), r.Outcome, r.Err)
+		}
+		return nil
+	})
+}
+
+// execRun is the baseline: os/exec from the calling goroutine, output
+// captured in memory like the runner's.
+func execRun(ctx context.Context, args []string, dir string) error {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("bench: sdet: %s: %w: %s", strings.Join(args, " "), err, out.String())
+	}
+	return nil
+}
+
+// sdetMeasure runs n scripts concurrently, each in its directory, starting
+// new scripts until d has passed, and returns finished scripts per hour
+// over the time until the last one ended.
+func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run func(context.Context, []string, string) error) (float64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		finished atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				for _, args := range sdetScript {
+					if err := run(ctx, args, dirs[i]); err != nil {
+						errOnce.Do(func() { firstErr = err; cancel() })
+						return
+					}
+				}
+				finished.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return float64(finished.Load()) / time.Since(start).Hours(), nil
+}
+
+// sdetDirs makes one directory per script with its input files.
+func sdetDirs(root string, n int) ([]string, error) {
+	var text strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&text, "line %05d %s %x\n", (i*7919)%2000, []string{"numasteal", "kernel", "sched", "steal"}[i%4], i*2654435761)
+	}
+	src := "int small(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }\n"
+	dirs := make([]string, n)
+	for i := range dirs {
+		d := filepath.Join(root, fmt.Sprintf("user%03d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: sdet: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "input.txt"), []byte(text.String()), 0o644); err != nil {
+			return nil, fmt.Errorf("bench: sdet: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "small.c"), []byte(src), 0o644); err != nil {
+			return nil, fmt.Errorf("bench: sdet: %w", err)
+		}
+		dirs[i] = d
+	}
+	return dirs, nil
+}
+
+func sdetScriptText() string {
+	lines := make([]string, len(sdetScript))
+	for i, a := range sdetScript {
+		lines[i] = shellJoin(a)
+	}
+	return strings.Join(lines, "; ")
+}
+
+// meanStd returns the mean and the sample standard deviation of xs.
+func meanStd(xs []float64) (mean, std float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	for _, x := range xs {
+		std += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(xs)-1))
+}

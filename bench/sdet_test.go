@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestSDETTiny runs SDET briefly at N = 1 and 3 and checks that both
+// contenders finished scripts and the table has a row per N.
+func TestSDETTiny(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, p := range []string{"cc", "grep", "sort", "ls", "cp", "sh", "rm"} {
+		requireProgram(t, p)
+	}
+	var calls int
+	r, err := RunSDET(context.Background(), SDETOptions{
+		Ns: []int{1, 3}, Duration: 300 * time.Millisecond, Reps: 2, Dir: t.TempDir(),
+		Progress: func(SDETProgress) { calls++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Points) != 2 || calls != 8 {
+		t.Fatalf("%d points, %d progress calls; want 2 and 8", len(r.Points), calls)
+	}
+	for _, p := range r.Points {
+		if p.BaselinePerHour <= 0 || p.NumastealPerHour <= 0 || p.Pct <= 0 {
+			t.Errorf("N=%d: %+v, want positive throughputs", p.N, p)
+		}
+	}
+	var b strings.Builder
+	WriteSDETTable(&b, r)
+	if !strings.Contains(b.String(), "numasteal % (std)") || strings.Count(b.String(), "%)") != 2 {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestSDETFailure: a failing command ends the measurement with its error.
+func TestSDETFailure(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	requireProgram(t, "false")
+	fail := func(ctx context.Context, args []string, dir string) error {
+		return execRun(ctx, []string{"false"}, dir)
+	}
+	_, err := sdetMeasure(context.Background(), 4, time.Second, []string{".", ".", ".", "."}, fail)
+	var ee *exec.ExitError
+	if err == nil || !strings.Contains(err.Error(), "false") {
+		t.Fatalf("err = %v (%T), want the failing command named", err, ee)
+	}
+}
