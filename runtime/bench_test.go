@@ -2,27 +2,19 @@ package runtime
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
-// The fork-join benchmarks of the runtime issue, in benchstat format:
+// Micro-benchmarks of the runtime's own operations, in benchstat format:
 //
 //	go test -run '^$' -bench . -count 5 ./runtime/ | tee new.txt
 //	benchstat old.txt new.txt
 //
-// The fib benchmarks compute fib(benchFibN) per op with a task (or a
-// goroutine) per call; BenchmarkFibSerial is the baseline they are divided
-// by. numasteal bench forkjoin measures the same contenders alternating run
-// by run, which is fairer on a noisy machine.
-
-// benchFibN is the fib argument of the fib benchmarks: 121,392 calls with
-// n >= 2, each a spawn+join.
-const benchFibN = 25
+// The fib contenders (serial, Jobs, closures, goroutines, errgroup) are
+// benchmarked in package bench, next to numasteal bench forkjoin, which
+// measures the same contenders alternating run by run.
 
 // benchRuntime starts a runtime on the live machine for a benchmark; workers
 // 0 means one per usable CPU.
@@ -34,113 +26,6 @@ func benchRuntime(b *testing.B, workers int) *Runtime {
 	}
 	b.Cleanup(func() { rt.Close() })
 	return rt
-}
-
-// newFibJobs returns fib as a Jobs: a task per call, no allocation.
-func newFibJobs(rt *Runtime) *Jobs[int, int] {
-	var fib *Jobs[int, int]
-	fib = NewJobs(rt, func(c *Ctx, n int) (int, error) {
-		if n < 2 {
-			return n, nil
-		}
-		a, b, err := fib.Join(c, n-1, n-2)
-		return a + b, err
-	})
-	return fib
-}
-
-func BenchmarkFibSerial(b *testing.B) {
-	b.ReportAllocs()
-	want := fibSerial(benchFibN)
-	for b.Loop() {
-		if fibSerial(benchFibN) != want {
-			b.Fatal("wrong fib")
-		}
-	}
-}
-
-func benchFibJobs(b *testing.B, workers int) {
-	b.ReportAllocs()
-	rt := benchRuntime(b, workers)
-	fib := newFibJobs(rt)
-	want := fibSerial(benchFibN)
-	ctx := context.Background()
-	for b.Loop() {
-		got, err := fib.Run(ctx, benchFibN)
-		if err != nil || got != want {
-			b.Fatalf("fib(%d) = %d, %v; want %d", benchFibN, got, err, want)
-		}
-	}
-}
-
-// BenchmarkFibJobs1W is the cost of a task per call on one worker: the
-// overhead of Join with nobody to steal, against BenchmarkFibSerial.
-func BenchmarkFibJobs1W(b *testing.B) { benchFibJobs(b, 1) }
-
-// BenchmarkFibJobsAll runs the same on one worker per usable CPU.
-func BenchmarkFibJobsAll(b *testing.B) { benchFibJobs(b, 0) }
-
-// BenchmarkFibJoinClosures is fib with Ctx.Join and closures on every
-// worker: simpler to write than Jobs, at a few allocations per call.
-func BenchmarkFibJoinClosures(b *testing.B) {
-	b.ReportAllocs()
-	rt := benchRuntime(b, 0)
-	want := fibSerial(benchFibN)
-	ctx := context.Background()
-	for b.Loop() {
-		var got int
-		if err := rt.Go(ctx, func(c *Ctx) error { got = fibJoin(c, benchFibN); return nil }).Wait(); err != nil || got != want {
-			b.Fatalf("fib(%d) = %d, %v; want %d", benchFibN, got, err, want)
-		}
-	}
-}
-
-func fibGoroutines(n int) int {
-	if n < 2 {
-		return n
-	}
-	var a, b int
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); a = fibGoroutines(n - 1) }()
-	go func() { defer wg.Done(); b = fibGoroutines(n - 2) }()
-	wg.Wait()
-	return a + b
-}
-
-// BenchmarkFibGoroutines is fib with a goroutine per call and a
-// sync.WaitGroup: what a task per call costs without a runtime.
-func BenchmarkFibGoroutines(b *testing.B) {
-	b.ReportAllocs()
-	want := fibSerial(benchFibN)
-	for b.Loop() {
-		if fibGoroutines(benchFibN) != want {
-			b.Fatal("wrong fib")
-		}
-	}
-}
-
-func fibErrgroup(n int) (int, error) {
-	if n < 2 {
-		return n, nil
-	}
-	var a, b int
-	var g errgroup.Group
-	g.Go(func() (err error) { a, err = fibErrgroup(n - 1); return err })
-	g.Go(func() (err error) { b, err = fibErrgroup(n - 2); return err })
-	err := g.Wait()
-	return a + b, err
-}
-
-// BenchmarkFibErrgroup is fib with an errgroup.Group per call.
-func BenchmarkFibErrgroup(b *testing.B) {
-	b.ReportAllocs()
-	want := fibSerial(benchFibN)
-	for b.Loop() {
-		if got, err := fibErrgroup(benchFibN); err != nil || got != want {
-			b.Fatalf("fib = %d, %v", got, err)
-		}
-	}
 }
 
 func benchNop(*Ctx) error { return nil }

@@ -70,3 +70,16 @@ func TestNoAllocs(t *testing.T) {
 		})
 	}
 }
+
+// newFibJobs returns fib as a Jobs: a task per call, no allocation.
+func newFibJobs(rt *Runtime) *Jobs[int, int] {
+	var fib *Jobs[int, int]
+	fib = NewJobs(rt, func(c *Ctx, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		a, b, err := fib.Join(c, n-1, n-2)
+		return a + b, err
+	})
+	return fib
+}

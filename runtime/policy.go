@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
@@ -43,7 +42,6 @@ import (
 type policyState struct {
 	policy  balance.Policy
 	bal     balance.Balancer
-	byCPU   []*worker // CPU id -> worker, nil where none
 	start   time.Time // origin of Search.Now
 	thieves []workerThief
 }
@@ -62,10 +60,7 @@ type runtimeLoad Runtime
 // Queued returns the number of tasks waiting in cpu's worker: deque, inbox
 // and LIFO slot.
 func (l *runtimeLoad) Queued(cpu int) int {
-	if cpu < 0 || cpu >= len(l.pol.byCPU) {
-		return 0
-	}
-	w := l.pol.byCPU[cpu]
+	w := (*Runtime)(l).workerOn(cpu)
 	if w == nil {
 		return 0
 	}
@@ -78,10 +73,7 @@ func (l *runtimeLoad) Queued(cpu int) int {
 
 // Running reports whether cpu's worker is running a task.
 func (l *runtimeLoad) Running(cpu int) bool {
-	if cpu < 0 || cpu >= len(l.pol.byCPU) {
-		return false
-	}
-	w := l.pol.byCPU[cpu]
+	w := (*Runtime)(l).workerOn(cpu)
 	return w != nil && w.busy.Load()
 }
 
@@ -95,10 +87,8 @@ func (rt *Runtime) initPolicy() error {
 		p = balance.Default()
 	}
 	var cpus cpuset.Set
-	maxCPU := 0
 	for _, w := range rt.workers {
 		cpus.Add(w.cpu)
-		maxCPU = max(maxCPU, w.cpu)
 	}
 	bal, err := p.Bind(rt.topo, rt.domains, cpus, 0)
 	if err != nil {
@@ -106,10 +96,6 @@ func (rt *Runtime) initPolicy() error {
 	}
 	ps := &rt.pol
 	ps.policy, ps.bal, ps.start = p, bal, time.Now()
-	ps.byCPU = make([]*worker, maxCPU+1)
-	for _, w := range rt.workers {
-		ps.byCPU[w.cpu] = w
-	}
 	ps.thieves = make([]workerThief, len(rt.workers))
 	for i, w := range rt.workers {
 		th := bal.Thief(w.cpu)
@@ -132,23 +118,18 @@ func (rt *Runtime) Policy() balance.Policy { return rt.pol.policy }
 // launchers pass balance.PlaceExec and pin the child there; injected tasks
 // use balance.PlaceFork. Safe for concurrent use.
 func (rt *Runtime) PlaceCPU(kind balance.PlaceKind) int {
-	from := -1
-	if !rt.cfg.NoPin {
-		if cpu, _, err := affinity.CurrentCPU(); err == nil {
-			from = cpu
-		}
-	}
+	from, _ := rt.callerCPU()
 	return rt.placeFrom(from, kind, rt.seq.Add(1))
 }
 
 // placeFrom runs the policy's Place from CPU from (-1: unknown; seq then
 // picks a worker's CPU round-robin as the starting point).
 func (rt *Runtime) placeFrom(from int, kind balance.PlaceKind, seq uint64) int {
-	if from < 0 || from >= len(rt.pol.byCPU) || rt.pol.byCPU[from] == nil {
+	if rt.workerOn(from) == nil {
 		from = rt.workers[seq%uint64(len(rt.workers))].cpu
 	}
 	cpu := rt.pol.bal.Place(from, kind, rt.load())
-	if cpu < 0 || cpu >= len(rt.pol.byCPU) || rt.pol.byCPU[cpu] == nil {
+	if rt.workerOn(cpu) == nil {
 		return from
 	}
 	return cpu

@@ -137,7 +137,7 @@ func TestPlaceCPU(t *testing.T) {
 		rt := newTestRuntime(t, Config{Topology: topo})
 		for _, kind := range []balance.PlaceKind{balance.PlaceFork, balance.PlaceExec} {
 			cpu := rt.PlaceCPU(kind)
-			if cpu < 0 || cpu >= len(rt.pol.byCPU) || rt.pol.byCPU[cpu] == nil {
+			if rt.workerOn(cpu) == nil {
 				t.Errorf("%s: PlaceCPU(%v) = %d, not a worker's CPU", name, kind, cpu)
 			}
 		}

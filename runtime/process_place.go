@@ -13,7 +13,7 @@ import "github.com/numasteal/numasteal/balance"
 // land where the fork ran. Hence the runner's own Load.
 func (r *ProcessRunner) pickCPU(x *Ctx) int {
 	cpu := r.rt.pol.bal.Place(x.w.cpu, balance.PlaceExec, (*processLoad)(r))
-	if w := r.rt.byCPU[cpu]; w != nil {
+	if w := r.rt.workerOn(cpu); w != nil {
 		return w.id
 	}
 	return x.w.id
@@ -26,7 +26,7 @@ type processLoad ProcessRunner
 // Queued counts what waits on cpu besides the one thing it runs: all its
 // processes but one, and its worker's queued Go tasks.
 func (l *processLoad) Queued(cpu int) int {
-	w := l.rt.byCPU[cpu]
+	w := l.rt.workerOn(cpu)
 	if w == nil {
 		return 0
 	}
@@ -42,7 +42,7 @@ func (l *processLoad) Queued(cpu int) int {
 
 // Running reports whether cpu runs a process of the runner or a Go task.
 func (l *processLoad) Running(cpu int) bool {
-	w := l.rt.byCPU[cpu]
+	w := l.rt.workerOn(cpu)
 	if w == nil {
 		return false
 	}

@@ -26,7 +26,7 @@ type Runtime struct {
 	levels  []string // names of the steal levels, index = Domain.Level.Depth
 
 	workers []*worker
-	byCPU   map[int]*worker
+	byCPU   []*worker // CPU id -> its worker, nil where none; see workerOn
 	byNode  map[int][]*worker
 	nodeIDs []int // nodes that have workers, sorted
 
@@ -88,7 +88,7 @@ func New(cfg Config) (*Runtime, error) {
 		log:     log,
 		topo:    topo,
 		domains: doms,
-		byCPU:   make(map[int]*worker, len(cpus)),
+		byCPU:   make([]*worker, cpus[len(cpus)-1]+1),
 		byNode:  make(map[int][]*worker),
 	}
 	rt.baseCtx, rt.baseCancel = context.WithCancel(context.Background())
@@ -238,19 +238,15 @@ func (rt *Runtime) inject(t *Task) {
 
 // place runs the placement hook, else the policy's placement.
 func (rt *Runtime) place() *worker {
-	info := PlaceInfo{FromCPU: -1, FromNode: -1, Seq: rt.seq.Add(1), rt: rt}
-	if !rt.cfg.NoPin {
-		if cpu, node, err := affinity.CurrentCPU(); err == nil {
-			info.FromCPU, info.FromNode = cpu, node
-		}
-	}
+	info := PlaceInfo{Seq: rt.seq.Add(1), rt: rt}
+	info.FromCPU, info.FromNode = rt.callerCPU()
 	if p := rt.cfg.Placement; p != nil {
 		if id := p(&info); id >= 0 && id < len(rt.workers) {
 			return rt.workers[id]
 		}
 		return rt.workers[DefaultPlacement(&info)]
 	}
-	return rt.pol.byCPU[rt.placeFrom(info.FromCPU, balance.PlaceFork, info.Seq)]
+	return rt.byCPU[rt.placeFrom(info.FromCPU, balance.PlaceFork, info.Seq)]
 }
 
 // DefaultPlacement is the round-robin placement: the submitting
@@ -353,6 +349,25 @@ func (rt *Runtime) logStats(every time.Duration) {
 				zap.Uint64("parks", s.Total.Parks))
 		}
 	}
+}
+
+// workerOn returns the worker on cpu, or nil when cpu has none.
+func (rt *Runtime) workerOn(cpu int) *worker {
+	if cpu < 0 || cpu >= len(rt.byCPU) {
+		return nil
+	}
+	return rt.byCPU[cpu]
+}
+
+// callerCPU returns the CPU and node the calling goroutine runs on, or -1
+// for both when unknown (an unpinned runtime stands for other CPUs).
+func (rt *Runtime) callerCPU() (cpu, node int) {
+	if !rt.cfg.NoPin {
+		if cpu, node, err := affinity.CurrentCPU(); err == nil {
+			return cpu, node
+		}
+	}
+	return -1, -1
 }
 
 func (rt *Runtime) isClosing() bool { return rt.closing.Load() }

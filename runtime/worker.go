@@ -284,7 +284,7 @@ func (w *worker) steal() *Task {
 			vs := th.Victims(pt.buf[:0], step, load, s)
 			level := -1
 			for _, v := range vs {
-				vw := rt.pol.byCPU[v.CPU]
+				vw := rt.workerOn(v.CPU)
 				if vw == nil || vw == w {
 					continue
 				}
