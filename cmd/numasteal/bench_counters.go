@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -30,14 +29,9 @@ func runBenchCounters(ctx context.Context, args []string, stdout, stderr io.Writ
 		return exitFail
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
+		return writeJSON(stdout, struct {
 			Rows []bench.CounterRow `json:"rows"`
-		}{rows}); err != nil {
-			return exitFail
-		}
-		return exitOK
+		}{rows})
 	}
 	var plain float64
 	for _, r := range rows {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -42,12 +41,7 @@ func runBenchDiffProfile(ctx context.Context, args []string, stdout, stderr io.W
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			return exitFail
-		}
-		return exitOK
+		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "diffprofile: %s\nA = %s: %d samples, %.2fs\nB = %s: %d samples, %.2fs\nperf: %s\n\n",
 		r.Benchmark, r.A, r.ATotal, r.AWall, r.B, r.BTotal, r.BWall, r.Perf)

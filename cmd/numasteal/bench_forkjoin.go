@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -30,12 +29,7 @@ func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 		return exitFail
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			return exitFail
-		}
-		return exitOK
+		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "fib(%d), one task per call, %d workers, median of %d alternating runs\n\n", r.FibN, r.Workers, r.Reps)
 	fmt.Fprintf(stdout, "%-34s %14s %10s\n", "contender", "time", "vs serial")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -87,12 +86,7 @@ func runBenchKernbench(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			return exitFail
-		}
-		return exitOK
+		return writeJSON(stdout, r)
 	}
 	bench.WriteKernbenchTable(stdout, r)
 	return exitOK

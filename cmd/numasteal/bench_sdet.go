@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -56,12 +55,7 @@ func runBenchSDET(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			return exitFail
-		}
-		return exitOK
+		return writeJSON(stdout, r)
 	}
 	bench.WriteSDETTable(stdout, r)
 	return exitOK

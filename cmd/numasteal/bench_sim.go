@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -65,12 +64,7 @@ func runBenchSim(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitFail
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return exitFail
-		}
-		return exitOK
+		return writeJSON(stdout, res)
 	}
 	fmt.Fprintf(stdout, "SIMULATION: %s on %d CPUs, %d nodes, %d tasks, seed %d\n\n", res.Workload, res.CPUs, res.Nodes, res.Tasks, res.Seed)
 	fmt.Fprintf(stdout, "%-13s %11s %8s %8s %10s %9s %8s\n", "policy", "makespan", "util", "remote", "x-node mig", "inflation", "steals")

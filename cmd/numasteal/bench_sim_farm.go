@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,12 +39,7 @@ func runBenchSimFarm(ctx context.Context, hosts string, seed uint64, asJSON bool
 		return exitFail
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return exitFail
-		}
-		return exitOK
+		return writeJSON(stdout, res)
 	}
 	c := res.Cost
 	fmt.Fprintf(stdout, "SIMULATION: %s (%d tasks) on farms of %d-CPU hosts, means of %d runs (seeds %d-%d)\n", res.Workload, res.Tasks, res.CPUsPerHost, res.Runs, res.Seed, res.Seed+uint64(res.Runs)-1)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -85,10 +84,8 @@ func runFarmStatus(ctx context.Context, args []string, stdout, stderr io.Writer)
 		code = exitFail
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
-			return exitFail
+		if c := writeJSON(stdout, rows); c != exitOK {
+			return c
 		}
 		return code
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -18,4 +19,15 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// writeJSON prints v as indented JSON: exitOK, or exitFail when it cannot
+// be encoded or written.
+func writeJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return exitFail
+	}
+	return exitOK
 }
