@@ -299,7 +299,7 @@ func TestEveryTaskOneOutcomeUnderLoad(t *testing.T) {
 							cancel()
 						}
 						groups <- g
-						_ = cancel
+						defer cancel()
 					}
 				}()
 			}
@@ -419,5 +419,7 @@ func TestStatsFoldedAndExactAfterClose(t *testing.T) {
 	if mid.Total.Spawned > s.Total.Spawned {
 		t.Errorf("snapshot ahead of the final count")
 	}
-	_ = got
+	if want := fibSerial(n); got != want {
+		t.Errorf("fib(%d) = %d, want %d", n, got, want)
+	}
 }
