@@ -154,3 +154,46 @@ func BenchmarkAtomicAdd(b *testing.B) {
 		b.Fatalf("atomic counter = %d after %d increments", n.Load(), b.N)
 	}
 }
+
+// BenchmarkPeriodicBalancing is a ParallelFor of 4096 small iterations on
+// every worker with periodic balancing at its default tick and turned off
+// (Config.BalanceTick -1): what the busy pass and the coarse clock cost a
+// fork-join loop. With -count N the two alternate run by run.
+func BenchmarkPeriodicBalancing(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		tick time.Duration
+	}{{"tick=default", 0}, {"tick=off", -1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			rt, err := New(Config{BalanceTick: bc.tick})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			var sink atomic.Int64
+			for b.Loop() {
+				err := rt.ParallelFor(context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
+					sink.Add(int64(burnNs(hi - lo)))
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			rt.Close()
+			s := rt.Stats()
+			b.ReportMetric(float64(s.Total.PulledTasks)/float64(b.N), "pulled/op")
+		})
+	}
+}
+
+// burnNs spins for about n×250 ns of arithmetic and returns a value the
+// compiler cannot drop.
+func burnNs(n int) int {
+	x := n
+	for i := range 100 * n {
+		x = x*31 + i
+	}
+	return x
+}

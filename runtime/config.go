@@ -40,6 +40,12 @@ type Config struct {
 	// much, and where injected tasks land when Placement is nil. Nil means
 	// balance.Default() (Hierarchical); balance.ByName selects one by name.
 	Policy balance.Policy
+	// BalanceTick is how often at most a worker runs periodic balancing
+	// (balance.Busy: pulling queued tasks from a busier group when it
+	// starts a task with nothing else queued; see periodic.go); 0 means
+	// 200µs, negative disables periodic balancing. The policy's per-level
+	// intervals apply on top of it.
+	BalanceTick time.Duration
 	// CloseMode says what Close does with tasks not yet started.
 	CloseMode CloseMode
 	// Logger receives start, stop and (with StatsInterval) periodic

@@ -23,7 +23,10 @@ type counters struct {
 	run, spawned, injected  uint32
 	parks, wakeups          uint32
 	steals, failedSteals    []uint32 // per domain level
-	crossSteals, crossTasks uint32   // steals from a worker on another node, tasks they moved
+	crossSteals, crossTasks uint32   // steals from a worker on another node; tasks steals and pulls moved across nodes
+	pulls                   []uint32 // periodic balancing moves, per domain level
+	pulled, crossPulls      uint32   // tasks periodic balancing moved; its moves from another node
+	hotRefusals             uint32   // periodic moves refused because the task was cache-hot
 	stolenFromBy            []uint32 // per victim worker id
 	touched                 []int32  // victim ids with a nonzero stolenFromBy
 }
@@ -31,6 +34,7 @@ type counters struct {
 func (c *counters) init(levels int) {
 	c.steals = make([]uint32, levels)
 	c.failedSteals = make([]uint32, levels)
+	c.pulls = make([]uint32, levels)
 }
 
 // stolenFrom counts a task taken from victim id.
@@ -47,12 +51,16 @@ type totals struct {
 	parks, wakeups          atomic.Uint64
 	stolenFrom              atomic.Uint64 // added by thieves' folds
 	crossSteals, crossTasks atomic.Uint64
+	pulled, crossPulls      atomic.Uint64
+	hotRefusals             atomic.Uint64
 	steals, failedSteals    []atomic.Uint64
+	pulls                   []atomic.Uint64
 }
 
 func (t *totals) init(levels int) {
 	t.steals = make([]atomic.Uint64, levels)
 	t.failedSteals = make([]atomic.Uint64, levels)
+	t.pulls = make([]atomic.Uint64, levels)
 }
 
 // fold adds the plain counters into the totals and zeroes them. Owner only.
@@ -66,9 +74,13 @@ func (w *worker) fold() {
 	addZero(&t.wakeups, &c.wakeups)
 	addZero(&t.crossSteals, &c.crossSteals)
 	addZero(&t.crossTasks, &c.crossTasks)
+	addZero(&t.pulled, &c.pulled)
+	addZero(&t.crossPulls, &c.crossPulls)
+	addZero(&t.hotRefusals, &c.hotRefusals)
 	for i := range c.steals {
 		addZero(&t.steals[i], &c.steals[i])
 		addZero(&t.failedSteals[i], &c.failedSteals[i])
+		addZero(&t.pulls[i], &c.pulls[i])
 	}
 	for _, id := range c.touched {
 		w.rt.workers[id].tot.stolenFrom.Add(uint64(c.stolenFromBy[id]))
@@ -88,7 +100,7 @@ func addZero(t *atomic.Uint64, c *uint32) {
 // Stats is a snapshot of the runtime's counters.
 type Stats struct {
 	// Levels names the steal levels, innermost first (e.g. "SMT", "LLC",
-	// "NUMA(20)"); Steals and FailedSteals are indexed the same way.
+	// "NUMA(20)"); Steals, FailedSteals and Pulls are indexed the same way.
 	Levels []string
 	// Workers has one entry per worker, by id.
 	Workers []WorkerStats
@@ -108,10 +120,19 @@ type WorkerStats struct {
 	Steals        []uint64 // successful steals per level
 	FailedSteals  []uint64 // level scans that found nothing, per level
 	// CrossNodeSteals counts its steals from a worker on another NUMA
-	// node; CrossNodeMigrations the tasks those steals moved (a batch
-	// steal moves several).
+	// node; CrossNodeMigrations the tasks its steals and pulls moved
+	// from another node (a batch moves several).
 	CrossNodeSteals     uint64
 	CrossNodeMigrations uint64
+	// Pulls counts periodic balancing moves per level (balance.Busy: a
+	// busy worker with an empty queue pulling from a busier group;
+	// periodic.go), PulledTasks the tasks they moved, CrossNodePulls the
+	// moves from another node, and HotRefusals the moves refused because
+	// the task was cache-hot (balance.Thief.MayMigrate).
+	Pulls          []uint64
+	PulledTasks    uint64
+	CrossNodePulls uint64
+	HotRefusals    uint64
 }
 
 func (s *WorkerStats) stealsTotal() uint64 {
@@ -129,7 +150,8 @@ func (rt *Runtime) Stats() Stats {
 	s := Stats{
 		Levels:  append([]string(nil), rt.levels...),
 		Workers: make([]WorkerStats, len(rt.workers)),
-		Total:   WorkerStats{ID: -1, CPU: -1, Node: -1, Steals: make([]uint64, n), FailedSteals: make([]uint64, n)},
+		Total: WorkerStats{ID: -1, CPU: -1, Node: -1,
+			Steals: make([]uint64, n), FailedSteals: make([]uint64, n), Pulls: make([]uint64, n)},
 	}
 	for i, w := range rt.workers {
 		t := &w.tot
@@ -143,12 +165,17 @@ func (rt *Runtime) Stats() Stats {
 			Wakeups:             t.wakeups.Load(),
 			CrossNodeSteals:     t.crossSteals.Load(),
 			CrossNodeMigrations: t.crossTasks.Load(),
+			PulledTasks:         t.pulled.Load(),
+			CrossNodePulls:      t.crossPulls.Load(),
+			HotRefusals:         t.hotRefusals.Load(),
 			Steals:              make([]uint64, n),
 			FailedSteals:        make([]uint64, n),
+			Pulls:               make([]uint64, n),
 		}
 		for l := range n {
 			ws.Steals[l] = t.steals[l].Load()
 			ws.FailedSteals[l] = t.failedSteals[l].Load()
+			ws.Pulls[l] = t.pulls[l].Load()
 		}
 		s.Workers[i] = ws
 		tt := &s.Total
@@ -160,9 +187,13 @@ func (rt *Runtime) Stats() Stats {
 		tt.Wakeups += ws.Wakeups
 		tt.CrossNodeSteals += ws.CrossNodeSteals
 		tt.CrossNodeMigrations += ws.CrossNodeMigrations
+		tt.PulledTasks += ws.PulledTasks
+		tt.CrossNodePulls += ws.CrossNodePulls
+		tt.HotRefusals += ws.HotRefusals
 		for l := range n {
 			tt.Steals[l] += ws.Steals[l]
 			tt.FailedSteals[l] += ws.FailedSteals[l]
+			tt.Pulls[l] += ws.Pulls[l]
 		}
 	}
 	return s

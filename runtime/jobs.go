@@ -76,6 +76,7 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	// (13%) more per spawn+join (BenchmarkSpawnJoin, alternating runs).
 	j.t.group, j.t.joiner = c.t.group, w
 	j.t.latch.reset()
+	j.t.born = w.now
 	w.cnt.spawned++
 	w.dq.Push(&j.t)
 	w.rt.notify()

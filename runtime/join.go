@@ -17,6 +17,7 @@ func (c *Ctx) Join(a, b Func) error {
 	t := w.newTask()
 	t.Fn, t.group, t.join, t.joiner = b, c.t.group, true, w
 	t.latch.reset()
+	t.born = w.now
 	w.cnt.spawned++
 	w.dq.Push(t)
 	w.rt.notify()

@@ -14,10 +14,10 @@ import (
 // the order of its Thief's steps, nearest domain first), how much it takes
 // (Victim.Max: one task with Steal, more with StealHalf), and where an
 // injected task or a new process lands (Place, through place and PlaceCPU).
-// The runtime has no periodic balancing: workers balance only when they
-// run out of work (balance.NewlyIdle), which is when a work-stealing
-// runtime needs it; the simulator in package bench exercises the periodic
-// modes.
+// Workers balance when they run out of work (steal: balance.NewlyIdle on
+// the first pass, balance.Idle on the passes of a worker still searching)
+// and periodically while busy (periodic.go: balance.Busy, with the
+// policy's cache-hot test), the modes Linux's load balancer has.
 //
 // Liveness. The parking protocol (park.go) assumes that a spinning worker
 // takes any queued work it sees; a policy may refuse some on purpose

@@ -49,7 +49,12 @@ type PinMode uint8
 
 const (
 	// PinCPU confines the child (and its children) to the one CPU chosen at
-	// fork time.
+	// fork time, when the child has that CPU to itself among the runner's
+	// processes. A child placed on a CPU that already runs one (the runner
+	// has more slots than the placement could find idle CPUs) is confined
+	// to that CPU's node instead: the kernel cannot balance a process
+	// pinned to one CPU, and several pinned to the same CPU while another
+	// CPU idles waste it (docs/BENCHMARKS.md, kernbench at -j 16×CPUs).
 	PinCPU PinMode = iota
 	// PinNode confines it to the usable CPUs of that CPU's NUMA node, so
 	// the kernel may still balance it inside the node.
@@ -332,7 +337,8 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 			return context.Cause(fctx)
 		}
 		wid = r.pickCPU(x)
-		r.running[wid].Add(1) // counted now, so the next pick sees it
+		// Counted now, so the next pick sees it.
+		shared := r.running[wid].Add(1) > 1
 		c = r.command(cmd, res)
 		start = time.Now()
 		if r.cfg.Prepare != nil {
@@ -341,7 +347,7 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 				return nil
 			}
 		}
-		res.Err = r.fork(x, c, wid, res)
+		res.Err = r.fork(x, c, wid, shared, res)
 		return nil
 	})
 	if err := g.Wait(); err != nil || c == nil {
@@ -389,14 +395,20 @@ func (r *ProcessRunner) command(cmd Command, res *ProcessResult) *exec.Cmd {
 }
 
 // fork starts c on the CPU of worker wid (or its node), from the calling
-// worker x. The worker thread itself forks when it is pinned to exactly
-// that CPU: the child inherits the thread's mask, as affinity.StartPinned
-// arranges on a fresh thread otherwise.
-func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, wid int, res *ProcessResult) error {
+// worker x; shared says that the CPU already runs another of the runner's
+// processes, which turns PinCPU into the node's CPUs. The worker thread
+// itself forks when it is pinned to exactly that CPU: the child inherits
+// the thread's mask, as affinity.StartPinned arranges on a fresh thread
+// otherwise.
+func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, wid int, shared bool, res *ProcessResult) error {
 	target := r.rt.workers[wid]
 	res.Worker, res.CPU, res.Node = x.Worker(), target.cpu, target.node
+	pin := r.pin
+	if pin == PinCPU && shared {
+		pin = PinNode
+	}
 	var set cpuset.Set
-	switch r.pin {
+	switch pin {
 	case PinCPU:
 		set = cpuset.Of(target.cpu)
 	case PinNode:
@@ -409,7 +421,7 @@ func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, wid int, res *ProcessResult) e
 		return c.Start()
 	}
 	res.Affinity = set
-	if r.pin == PinCPU && x.w.cpu == target.cpu {
+	if pin == PinCPU && x.w.cpu == target.cpu {
 		return c.Start()
 	}
 	return affinity.StartPinned(c, set)

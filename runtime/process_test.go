@@ -234,6 +234,48 @@ func TestProcessAffinity(t *testing.T) {
 	}
 }
 
+// With more slots than CPUs, PinCPU pins a process to its CPU only while
+// it has the CPU to itself: the processes placed on CPUs that already run
+// one get their node's CPUs, so the kernel can balance them.
+func TestProcessOversubscribedPinsToNode(t *testing.T) {
+	rt := newTestRuntime(t, Config{})
+	n := rt.Workers()
+	r := newTestRunner(t, rt, ProcessConfig{Pin: PinCPU, Slots: 2 * n})
+	var ps []*Process
+	for range 2 * n {
+		// Long enough that all of them run at once.
+		ps = append(ps, r.Start(context.Background(), Command{Args: sh(`grep Cpus_allowed_list /proc/self/status; sleep 0.5`)}))
+	}
+	exclusive := map[int]bool{}
+	shared := 0
+	for _, p := range ps {
+		res := p.Wait()
+		out, _ := res.Stdout.Bytes()
+		res.Close()
+		if !res.Success() {
+			t.Fatalf("err %v", res.Err)
+		}
+		if want := "Cpus_allowed_list:\t" + res.Affinity.String() + "\n"; string(out) != want {
+			t.Fatalf("affinity %q, child saw %q", res.Affinity, out)
+		}
+		node, _ := rt.Topology().Node(res.Node)
+		switch res.Affinity.String() {
+		case strconv.Itoa(res.CPU):
+			if exclusive[res.CPU] {
+				t.Errorf("two processes running at once pinned to CPU %d alone", res.CPU)
+			}
+			exclusive[res.CPU] = true
+		case node.Usable.String():
+			shared++
+		default:
+			t.Errorf("affinity %q: neither CPU %d nor node %d's CPUs %q", res.Affinity, res.CPU, res.Node, node.Usable)
+		}
+	}
+	if shared < n {
+		t.Errorf("%d of %d processes on %d CPUs got their node's CPUs, want at least %d", shared, 2*n, n, n)
+	}
+}
+
 // Slots bound the processes alive at once, and queued requests start in
 // the order Start was called.
 func TestProcessSlotsBoundAndOrder(t *testing.T) {

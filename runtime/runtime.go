@@ -39,6 +39,7 @@ type Runtime struct {
 
 	counters counterRegistry // user Counters folded by the workers
 	pol      policyState     // the balancing policy (policy.go)
+	busyTick int64           // Config.BalanceTick in ns, defaulted; <= 0: no periodic balancing
 
 	seq      atomic.Uint64 // injection sequence, for round-robin placement
 	closing  atomic.Bool   // Close has begun: injections are refused
@@ -90,6 +91,12 @@ func New(cfg Config) (*Runtime, error) {
 		domains: doms,
 		byCPU:   make([]*worker, cpus[len(cpus)-1]+1),
 		byNode:  make(map[int][]*worker),
+	}
+	switch {
+	case cfg.BalanceTick == 0:
+		rt.busyTick = int64(defaultBalanceTick)
+	case cfg.BalanceTick > 0:
+		rt.busyTick = int64(cfg.BalanceTick)
 	}
 	rt.baseCtx, rt.baseCancel = context.WithCancel(context.Background())
 	for _, l := range doms.Levels {
@@ -346,6 +353,8 @@ func (rt *Runtime) logStats(every time.Duration) {
 				zap.Uint64("injected", s.Total.Injected),
 				zap.Uint64s("steals_per_level", s.Total.Steals),
 				zap.Uint64s("failed_steals_per_level", s.Total.FailedSteals),
+				zap.Uint64s("pulls_per_level", s.Total.Pulls),
+				zap.Uint64("hot_refusals", s.Total.HotRefusals),
 				zap.Uint64("parks", s.Total.Parks))
 		}
 	}

@@ -31,6 +31,17 @@ type Task struct {
 
 	r jobRunner // a Jobs job: run r instead of Fn
 
+	// born is the pusher's coarse clock (worker.now) when the task was
+	// pushed to a deque or LIFO slot, for the cache-hot test of periodic
+	// balancing (periodic.go); 0 for an injected task. Written by the
+	// pusher before the push publishes the task; read only by whoever took it.
+	born int64
+	// returned marks a task that periodic balancing gave back to its
+	// worker's inbox as cache-hot, so the inbox pop that takes it does not
+	// count it as injected. Written before the inbox push, read after the
+	// pop (the inbox lock orders them).
+	returned bool
+
 	pooled bool // allocated by the runtime and returned to a free list after it ends
 	join   bool // a Join job: reports to latch, not to a group
 	done   doneFlag

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/balance"
@@ -41,6 +40,12 @@ type worker struct {
 	sinceFold int
 	depth     int // nesting of helping Waits on this goroutine's stack
 
+	// The coarse clock and periodic balancing (periodic.go).
+	now        int64 // ns since the runtime started, as of the last clock read
+	sinceClock int   // tasks run since that read
+	clockEvery int   // tasks between reads, adapted to the tasks' length
+	nextBusy   int64 // when periodic balancing is next due
+
 	_ cacheLinePad
 
 	tot totals // folded totals; owner writes with atomic adds, Stats reads
@@ -67,6 +72,8 @@ func newWorker(rt *Runtime, id, cpu, node int) *worker {
 		dq:   NewDeque[Task](),
 		wake: make(chan bool, 1),
 		rng:  uint64(id)*0x9E3779B97F4A7C15 + 1,
+
+		clockEvery: 1,
 	}
 	w.stealQ = w.dq.Stealer()
 	w.cnt.init(len(rt.levels))
@@ -104,6 +111,7 @@ func (w *worker) main(started chan<- error) {
 			}
 		}
 	}
+	w.clock()
 	started <- nil
 	w.loop()
 }
@@ -159,7 +167,7 @@ func (w *worker) localWork() *Task {
 	w.tick++
 	if w.tick%inboxEvery == 0 {
 		if t := w.inbox.pop(); t != nil {
-			w.cnt.injected++
+			w.countInjected(t)
 			return t
 		}
 	}
@@ -182,10 +190,21 @@ func (w *worker) localWork() *Task {
 		return t
 	}
 	if t := w.inbox.pop(); t != nil {
-		w.cnt.injected++
+		w.countInjected(t)
 		return t
 	}
 	return nil
+}
+
+// countInjected counts t, just taken from an inbox, as an injected task,
+// unless periodic balancing had given it back there (periodic.go). Owner
+// only (w is the taker).
+func (w *worker) countInjected(t *Task) {
+	if t.returned {
+		t.returned = false
+		return
+	}
+	w.cnt.injected++
 }
 
 // execute runs t, or reports it canceled, and reports its outcome.
@@ -196,6 +215,7 @@ func (w *worker) execute(t *Task) {
 		return
 	}
 	w.busy.Store(true)
+	w.maybeBalanceBusy()
 	o, err := t.run(w)
 	w.busy.Store(w.depth > 0)
 	w.cnt.run++
@@ -203,12 +223,14 @@ func (w *worker) execute(t *Task) {
 	if w.sinceFold++; w.sinceFold >= rt.cfg.FoldEvery {
 		w.fold()
 	}
+	w.tickClock()
 }
 
 // push puts a task spawned by the running task on the deque and lets an
 // idle worker know. Owner only.
 func (w *worker) push(t *Task) {
 	w.cnt.spawned++
+	t.born = w.now
 	w.dq.Push(t)
 	w.rt.notify()
 }
@@ -217,6 +239,7 @@ func (w *worker) push(t *Task) {
 // Owner only.
 func (w *worker) pushNext(t *Task) {
 	w.cnt.spawned++
+	t.born = w.now
 	if old := w.lifo.Swap(t); old != nil {
 		w.dq.Push(old)
 	}
@@ -277,8 +300,13 @@ func (w *worker) steal() *Task {
 	}
 	pt := &rt.pol.thieves[w.id]
 	th, load := pt.th, rt.load()
-	s := balance.Search{Mode: balance.NewlyIdle, Now: int64(time.Since(rt.pol.start))}
+	s := balance.Search{Mode: balance.NewlyIdle, Now: w.clock()}
 	for attempt := 0; attempt < 4; attempt++ {
+		// The first pass is newly idle (CPU_NEWLY_IDLE); the ones of a
+		// worker still searching after it are idle balancing (CPU_IDLE).
+		if attempt > 0 {
+			s.Mode = balance.Idle
+		}
 		s.Final = attempt == 3
 		for step := range th.Steps() {
 			vs := th.Victims(pt.buf[:0], step, load, s)
@@ -295,7 +323,7 @@ func (w *worker) steal() *Task {
 				}
 				th.Done(step, n, s)
 				if injected {
-					w.cnt.injected++ // an inbox pickup, not a steal
+					w.countInjected(t) // an inbox pickup, not a steal
 				} else {
 					w.cnt.steals[v.Level]++
 					w.cnt.stolenFrom(vw.id)
