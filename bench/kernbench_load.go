@@ -34,7 +34,7 @@ func LoadCorpus(ctx context.Context, o CorpusOptions) (*Corpus, error) {
 	case "", "cgen":
 		cfg := CGenConfig{}
 		if o.Quick {
-			cfg = QuickCGen
+			cfg = QuickCGen()
 		}
 		if arg != "" {
 			seed, err := strconv.ParseUint(arg, 10, 64)
