@@ -75,29 +75,23 @@ func TestPeriodicPull(t *testing.T) {
 				ran     [queued]atomic.Int32
 				links   atomic.Int32
 				stop    atomic.Bool
+				xOn     atomic.Int32
 				chainOn atomic.Int32
 			)
+			xOn.Store(-1)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			g := rt.Group(ctx)
-			var chain Func
-			chain = func(c *Ctx) error {
-				chainOn.Store(int32(c.Worker()))
-				burn(500)
-				if links.Add(1) < maxLinks && !stop.Load() {
-					c.Go(g, chain)
-				}
-				return nil
-			}
-			target.Store(1)
-			g.Go(chain)
-			for links.Load() < 10 {
-				time.Sleep(100 * time.Microsecond)
-			}
+			// X first: while it runs, its worker cannot take the chain,
+			// so the chain stays on the other worker, which is then never
+			// idle (each link queues the next before it returns) and can
+			// take X's tasks only by periodic balancing.
 			target.Store(0)
-			var xOn atomic.Int32
 			g.Go(func(c *Ctx) error {
 				xOn.Store(int32(c.Worker()))
+				for links.Load() < 10 && ctx.Err() == nil {
+					burn(100)
+				}
 				// Age the stamp the queued tasks get (this worker's clock
 				// stands still while this task runs), so that with a 1ns
 				// migration cost none looks hot.
@@ -114,6 +108,20 @@ func TestPeriodicPull(t *testing.T) {
 				stop.Store(true)
 				return nil
 			})
+			for xOn.Load() < 0 {
+				time.Sleep(100 * time.Microsecond)
+			}
+			var chain Func
+			chain = func(c *Ctx) error {
+				chainOn.Store(int32(c.Worker()))
+				burn(500)
+				if links.Add(1) < maxLinks && !stop.Load() {
+					c.Go(g, chain)
+				}
+				return nil
+			}
+			target.Store(1)
+			g.Go(chain)
 			if err := g.Wait(); err != nil {
 				t.Fatal(err)
 			}
