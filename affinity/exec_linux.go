@@ -16,14 +16,16 @@ import (
 // os.StartProcess clones the child from the thread of the goroutine that
 // calls it (syscall.forkAndExecInChild1, a raw vfork-style clone). So
 // StartPinned runs cmd.Start on a new goroutine that locks its OS thread and
-// pins it to set first. That goroutine ends without unlocking, which makes
-// the runtime end the thread rather than reuse it, so the pinned mask never
-// leaks to other goroutines and nothing has to be restored.
+// pins it to set first (LockAndPin), then restores the thread's mask and
+// unlocks it, so the thread goes back to the runtime's pool as it was. If
+// the old mask cannot be restored, the goroutine ends still locked and the
+// runtime ends the thread, so a pinned mask never leaks to other
+// goroutines. (Ending the thread every time, as an earlier version did,
+// cost a thread creation per process: BenchmarkStartPinned, docs/BENCHMARKS.md.)
 //
 // Rejected: pinning the caller's own thread and restoring its mask after
-// Start. The restore can fail (the old CPUs went offline, the cgroup shrank)
-// and would then hand a narrowed thread back to the scheduler, and it would
-// narrow a thread the caller may have pinned for its own reasons. Also
+// Start. It would narrow, for a moment, a thread the caller may have pinned
+// for its own reasons, and a failed restore would leave it narrowed. Also
 // rejected: SetProcessAffinity after Start, which leaves a window in which
 // the child runs, and may fork, unconfined.
 //
@@ -46,8 +48,22 @@ func StartPlaced(cmd *exec.Cmd, p Placement) error {
 		return &Error{Op: "set_mempolicy " + p.Mem.Mode.String(), Unit: "nodes", Err: ErrEmptySet}
 	}
 	errc := make(chan error, 1)
+	if p.Mem == nil {
+		go func() {
+			unlock, err := LockAndPin(p.CPUs)
+			if err != nil {
+				errc <- err
+				return
+			}
+			err = cmd.Start()
+			unlock() // leaves the thread locked, to die, if the restore fails
+			errc <- err
+		}()
+		return <-errc
+	}
 	go func() {
-		// Never unlocked: the thread dies with this goroutine (see above).
+		// Never unlocked: the thread dies with this goroutine, so its
+		// memory policy is not handed on (see StartPinned).
 		runtime.LockOSThread()
 		if err := PinThread(p.CPUs); err != nil {
 			errc <- err

@@ -155,3 +155,29 @@ func BenchmarkStartPinned(b *testing.B) {
 		}
 	}
 }
+
+// StartPinned hands its thread back to the Go runtime with the mask it had:
+// after many pinned starts, every thread of this process still has the
+// process's full mask.
+func TestStartPinnedRestoresThread(t *testing.T) {
+	all := allowed(t)
+	set := cpuset.Of(all.First())
+	for range 50 {
+		cmd := exec.Command("true")
+		if err := StartPinned(cmd, set); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if got := procStatusList(t, "self/task/"+task.Name(), "Cpus_allowed_list"); got != all.String() {
+			t.Errorf("thread %s: Cpus_allowed_list %s, want the process's %s", task.Name(), got, all)
+		}
+	}
+}
