@@ -27,8 +27,11 @@ import (
 // Cache-hot hysteresis. A task whose data its spawner touched within
 // migration_cost is cache-hot where it was spawned: periodic balancing
 // leaves it there until the level has failed cache_nice_tries times
-// (can_migrate_task's task_hot test; balance.Thief.MayMigrate). Newly-idle
-// steals ignore it, as in Linux: an idle CPU is worth a cold cache. The
+// (can_migrate_task's task_hot test; balance.Thief.MayMigrate). Steals by
+// idle workers ignore it, unlike Linux, whose can_migrate_task applies
+// task_hot on every pass: here the idle steal is the main balancing path,
+// an idle CPU is worth a cold cache, and in the simulator applying the
+// test to idle steals made SDET slower (docs/BENCHMARKS.md). The
 // puller sees a task's age only once it owns it (reading a task still in
 // another worker's deque would race with its owner recycling it), so a
 // refused task goes back to its owner through the owner's inbox, the one

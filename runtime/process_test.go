@@ -166,7 +166,9 @@ func TestProcessFaultMatrix(t *testing.T) {
 func waitOutput(t *testing.T, p *Process) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for p.result.Stdout.Len() == 0 {
+	// Pid is published after the fork returns, which may be after the
+	// child has already written: wait for both.
+	for p.result.Stdout.Len() == 0 || p.Pid() < 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the command printed nothing in 10s")
 		}
