@@ -68,7 +68,11 @@ func (c *HierarchicalConfig) defaults() {
 //   - A steal takes StealLocal tasks inside the LLC and StealGrowth times
 //     more per level beyond it (HotSLAW).
 //   - Periodic balancing leaves cache-hot tasks (ran within MigrationCost)
-//     alone until the level failed cache_nice_tries times.
+//     alone until the level failed more than cache_nice_tries times. A
+//     failure is a periodic pass (Idle or Busy) that found an imbalance
+//     and moved nothing; newly idle passes do not count, and a pass that
+//     finds the level balanced or moves work clears the count, as
+//     load_balance keeps nr_balance_failed.
 //   - Place walks down from the highest level that balances on fork or
 //     exec (find_idlest_cpu), choosing the idlest group (find_idlest_group)
 //     and then its idlest CPU, and stays in the local group unless the
@@ -104,8 +108,7 @@ func (h *Hierarchical) Bind(topo *topology.Topology, doms *topology.Domains, cpu
 			interval: make([]int64, len(steps)),
 			next:     make([]int64, len(steps)),
 			failed:   make([]int, len(steps)),
-			found:    make([]bool, len(steps)),
-			looked:   make([]bool, len(steps)),
+			pass:     make([]passKind, len(steps)),
 			amount:   make([]int, len(steps)),
 			rng:      newRNG(seed, c),
 		}
@@ -147,14 +150,30 @@ type hierThief struct {
 	// each look: Linux's cpu_load[] decay, kept by the observer so no
 	// CPU writes another's state.
 	smooth   []int64
-	interval []int64 // balance_interval per step, ns
-	next     []int64 // when each remote step may balance again
-	failed   []int   // nr_balance_failed per step
-	found    []bool  // the last Victims call of each step found an imbalance
-	looked   []bool  // the last Victims call of each step balanced (was not gated)
-	amount   []int   // steal amount per step
+	interval []int64    // balance_interval per step, ns
+	next     []int64    // when each remote step may balance again
+	failed   []int      // nr_balance_failed per step
+	pass     []passKind // what the last Victims call of each step did, for Done
+	amount   []int      // steal amount per step
 	rng      rng
 }
+
+// passKind is what one Victims call did at a step: what Done may conclude
+// from its outcome.
+type passKind uint8
+
+const (
+	// passGated: no balancing happened (flags, interval or
+	// should_we_balance); Done changes nothing.
+	passGated passKind = iota
+	// passBlind: victims listed without statistics (the innermost step
+	// whose local group is this CPU alone); only a steal tells anything.
+	passBlind
+	// passBalanced: find_busiest_group found no imbalance (out_balanced).
+	passBalanced
+	// passImbalanced: an imbalance was found and victims listed.
+	passImbalanced
+)
 
 func (t *hierThief) Steps() int { return len(t.steps) }
 
@@ -243,7 +262,7 @@ func (t *hierThief) shouldBalance(st *step, load Load, s Search) bool {
 
 func (t *hierThief) Victims(buf []Victim, i int, load Load, s Search) []Victim {
 	st := &t.steps[i]
-	t.found[i], t.looked[i] = false, false
+	t.pass[i] = passGated
 	if s.Mode == NewlyIdle && st.params.Flags&topology.BalanceNewIdle == 0 && !s.Final {
 		return buf
 	}
@@ -252,20 +271,21 @@ func (t *hierThief) Victims(buf []Victim, i int, load Load, s Search) []Victim {
 			return buf
 		}
 	}
-	t.looked[i] = true
+	t.pass[i] = passBalanced
 	if len(st.groups[0]) == 1 && !st.remote && s.Mode != Busy {
 		// The local group is this idle CPU alone (an SMT level, or cores
 		// without SMT): find_busiest_group's test reduces to "the victim
 		// has a queued task", which the steal itself checks. Skip the
 		// statistics, so that the innermost steal, the hot one of a
 		// fork-join program, reads no other CPU's counters: every CPU of
-		// the step, from a random one on.
+		// the step, from a random one on. Having read nothing, the pass
+		// claims neither balance nor imbalance (passBlind).
 		n := len(st.added)
 		off := int(t.rng.next() % uint64(n))
 		for k := range n {
 			buf = append(buf, Victim{CPU: st.added[(off+k)%n], Level: st.depth, Max: t.amount[i]})
 		}
-		t.found[i] = true
+		t.pass[i] = passBlind
 		return buf
 	}
 	// find_busiest_group: the local group read high, the others low.
@@ -311,7 +331,7 @@ func (t *hierThief) Victims(buf []Victim, i int, load Load, s Search) []Victim {
 		}
 		amount = min(amount, imb)
 	}
-	t.found[i] = true
+	t.pass[i] = passImbalanced
 	return t.appendQueued(buf, st.groups[busiest], load, st.depth, amount)
 }
 
@@ -346,17 +366,26 @@ func inVictims(vs []Victim, c int) bool {
 
 func (t *hierThief) Done(i, taken int, s Search) {
 	st := &t.steps[i]
-	if !t.looked[i] {
-		return // gated: no balancing happened at this level
-	}
 	switch {
+	case t.pass[i] == passGated:
+		return // no balancing happened at this level
 	case taken > 0:
 		t.failed[i] = 0
 		t.interval[i] = int64(st.params.MinIntervalMs) * int64(t.b.cfg.IntervalUnit)
-	case t.found[i]:
-		t.failed[i]++ // imbalanced, yet nothing moved
+	case t.pass[i] == passImbalanced:
+		// Imbalanced, yet nothing moved. load_balance counts this in
+		// nr_balance_failed only on periodic balancing: newly idle
+		// passes are frequent, and counting them would wear down the
+		// cache-hot hysteresis (in Linux also trigger active balancing)
+		// within moments of a CPU going idle.
+		if s.Mode != NewlyIdle {
+			t.failed[i]++
+		}
+	case t.pass[i] == passBlind:
+		// Nothing was read, so nothing is known: leave the count alone.
 	case !s.Final:
-		// Balanced: back off (load_balance's out_balanced).
+		// Balanced: back off (load_balance's out_balanced, which also
+		// clears nr_balance_failed).
 		if mx := int64(st.params.MaxIntervalMs) * int64(t.b.cfg.IntervalUnit); t.interval[i] < mx {
 			t.interval[i] = min(2*t.interval[i], mx)
 		}

@@ -213,3 +213,82 @@ func TestHierarchicalPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestHierarchicalBalanceFailed checks the failure count behind the
+// cache-hot hysteresis, as load_balance keeps nr_balance_failed: a
+// periodic pass (Idle or Busy) that found an imbalance and moved nothing
+// counts; a newly idle one does not; a pass that finds the level balanced
+// or moves a task clears the count; and the innermost step's pass without
+// statistics (the local group is the thief alone) neither counts nor
+// clears. After the passes, a hot task (ran 100µs ago) may move only when
+// the count exceeds the level's cache_nice_tries.
+func TestHierarchicalBalanceFailed(t *testing.T) {
+	type pass struct {
+		mode  balance.Mode
+		load  string
+		taken int
+	}
+	rep := func(n int, p pass) []pass {
+		ps := make([]pass, n)
+		for i := range ps {
+			ps[i] = p
+		}
+		return ps
+	}
+	cat := func(pss ...[]pass) []pass {
+		var out []pass
+		for _, ps := range pss {
+			out = append(out, ps...)
+		}
+		return out
+	}
+	// 16amd64-8n2c, thief 4: step 0 is its node (PACKAGE, cache_nice_tries
+	// 1, the thief alone in its group), step 1 NUMA(20) (cache_nice_tries
+	// 2). 128ia64-17n4s2c, thief 9: step 1 is NODE (pairs of CPUs,
+	// cache_nice_tries 1).
+	numaIdle := pass{balance.Idle, "0:R+3 1:R+3", 0}
+	numaNewIdle := pass{balance.NewlyIdle, "0:R+3 1:R+3", 0}
+	numaBusy := pass{balance.Busy, "4:R 5:R 0:R+3 1:R+3", 0}
+	tests := []struct {
+		name    string
+		machine string
+		thief   int
+		step    int
+		passes  []pass
+		want    bool
+	}{
+		{"two idle failures: within cache_nice_tries", "16amd64-8n2c", 4, 1, rep(2, numaIdle), false},
+		{"three idle failures: beyond it", "16amd64-8n2c", 4, 1, rep(3, numaIdle), true},
+		{"three busy failures", "16amd64-8n2c", 4, 1, rep(3, numaBusy), true},
+		{"newly idle failures do not count", "16amd64-8n2c", 4, 1, rep(6, numaNewIdle), false},
+		{"...nor clear it", "16amd64-8n2c", 4, 1, cat(rep(2, numaBusy), rep(2, numaNewIdle), rep(1, numaBusy)), true},
+		{"a balanced pass clears it", "16amd64-8n2c", 4, 1, cat(rep(2, numaIdle), rep(1, pass{balance.Idle, "", 0}), rep(2, numaIdle)), false},
+		{"a move clears it", "16amd64-8n2c", 4, 1, cat(rep(2, numaIdle), rep(1, pass{balance.Idle, "0:R+3 1:R+3", 1}), rep(2, numaIdle)), false},
+		{"the pass without statistics does not count", "16amd64-8n2c", 4, 0, rep(4, pass{balance.Idle, "5:R+2", 0}), false},
+		{"...nor clears it", "16amd64-8n2c", 4, 0,
+			cat(rep(1, pass{balance.Busy, "4:R 5:R+5", 0}), rep(2, pass{balance.Idle, "5:R+5", 0}), rep(1, pass{balance.Busy, "4:R 5:R+5", 0})), true},
+		{"a pair level: one failure", "128ia64-17n4s2c", 9, 1, rep(1, pass{balance.Busy, "8:R 9:R 12:R+4 13:R+4", 0}), false},
+		{"a pair level: two failures", "128ia64-17n4s2c", 9, 1, rep(2, pass{balance.Busy, "8:R 9:R 12:R+4 13:R+4", 0}), true},
+		{"a pair level: idle failures count too", "128ia64-17n4s2c", 9, 1, rep(2, pass{balance.Idle, "12:R+4 13:R+4", 0}), true},
+	}
+	hot := int64(100 * time.Microsecond)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bind(t, tt.machine, "hierarchical")
+			th := b.Thief(tt.thief)
+			buf := make([]balance.Victim, 0, b.MaxVictims())
+			for i, p := range tt.passes {
+				// A second apart: every interval has expired.
+				s := balance.Search{Mode: p.mode, Now: int64(i+1) * int64(time.Second)}
+				vs := th.Victims(buf[:0], tt.step, parseLoad(t, p.load), s)
+				if p.load != "" && len(vs) == 0 {
+					t.Fatalf("pass %d (%v, %q): no victims", i, p.mode, p.load)
+				}
+				th.Done(tt.step, p.taken, s)
+			}
+			if got := th.MayMigrate(tt.step, hot); got != tt.want {
+				t.Errorf("after %d passes: MayMigrate(hot) = %v, want %v", len(tt.passes), got, tt.want)
+			}
+		})
+	}
+}

@@ -36,6 +36,7 @@ type simTask struct {
 
 type simCPU struct {
 	id, node int
+	nodeIdx  int // position of node in simEngine.dist
 	llc      int // position of the first CPU of its LLC (or core) span
 	run      *simTask
 	queue    []*simTask // front = oldest
@@ -129,7 +130,7 @@ func newSimEngine(o SimOptions, doms *topology.Domains, p balance.Policy) (*simE
 			e.nodePos[n] = len(nodes)
 			nodes = append(nodes, n)
 		}
-		e.cpus = append(e.cpus, simCPU{id: c, node: n, llc: i})
+		e.cpus = append(e.cpus, simCPU{id: c, node: n, nodeIdx: e.nodePos[n], llc: i})
 		e.thieves = append(e.thieves, bal.Thief(c))
 	}
 	e.dist = make([][]int, len(nodes))
@@ -169,7 +170,7 @@ func (e *simEngine) schedule(t float64, kind uint8, p int) {
 
 // distance between the nodes of two CPU positions.
 func (e *simEngine) distance(p, q int) int {
-	return e.dist[e.nodePos[e.cpus[p].node]][e.nodePos[e.cpus[q].node]]
+	return e.dist[e.cpus[p].nodeIdx][e.cpus[q].nodeIdx]
 }
 
 func (e *simEngine) run(ctx context.Context) (SimPolicyStats, error) {
@@ -382,7 +383,7 @@ func (e *simEngine) start(p int, t *simTask) {
 	}
 	dur := t.work
 	if hp, ok := e.nodePos[t.home]; ok {
-		d := e.dist[e.nodePos[c.node]][hp]
+		d := e.dist[c.nodeIdx][hp]
 		dur *= 1 + e.cost.RemoteSlowdown*float64(d-10)/10
 	}
 	if t.lastCPU >= 0 && t.lastCPU != c.id {
@@ -395,6 +396,7 @@ func (e *simEngine) start(p int, t *simTask) {
 		}
 	}
 	c.run = t
+	c.backoff = 0 // its next idle search starts from the shortest poll again
 	c.busy += dur
 	e.base += t.work
 	e.spent += dur

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -70,40 +71,95 @@ func TestSimDeterministic(t *testing.T) {
 	}
 }
 
-// TestSimHierarchicalTarget checks the issue's target where the
-// simulator meets it for every seed tried (docs/BENCHMARKS.md has all the
-// figures): on 16amd64-8n2c and 128ia64-17n4s2c, fork-join under
-// Hierarchical has at most half Flat's remote-steal fraction and a
-// makespan within 5% of the best policy's; Local, which never leaves the
-// first node, is far slower.
+// simRun names one simulated run of the target: machine, workload, seed.
+type simRun struct {
+	machine, workload string
+	seed              uint64
+}
+
+func (r simRun) String() string { return fmt.Sprintf("%s %s seed %d", r.machine, r.workload, r.seed) }
+
+// TestSimHierarchicalTarget checks issue 4's target on the two machines
+// it names, for seeds 1-5 and every workload: Hierarchical's remote-steal
+// fraction is at most half Flat's, and its makespan is within 5% of the
+// best policy's. It holds in 25 of the 30 runs; misses lists the other
+// five with the reason docs/BENCHMARKS.md gives ("The target across seeds
+// 1–5"), and the test fails if one of them starts to meet the target, so
+// that the document and this list are updated together. Every run, the
+// misses included, must keep what the document claims for all of them:
+// a makespan within 6% of the best, at most half Flat's cross-node
+// migrations, Local at least twice as slow, and, pooled over the five
+// seeds, at most half Flat's remote-steal fraction.
+//
+// Under the race detector only seed 1 runs: the simulator is
+// single-threaded and deterministic, so the other seeds would only recheck
+// numbers at ten times the cost (two minutes or more).
 func TestSimHierarchicalTarget(t *testing.T) {
+	misses := map[simRun]string{
+		// Two CPUs a node: every steal comes in the tail, where a CPU's
+		// one neighbour has often run dry too, and a run has so few
+		// steals that one or two decide its fraction.
+		{"16amd64-8n2c", "kernbench", 2}: "fraction: 2 of 3 steals remote",
+		{"16amd64-8n2c", "kernbench", 4}: "fraction: 3 of 6 steals remote",
+		{"16amd64-8n2c", "kernbench", 5}: "fraction: 5 of 10 steals remote",
+		{"16amd64-8n2c", "sdet", 1}:      "fraction: 5 of 10 steals remote",
+		// The makespan is the 8s compile's wait plus its chain: it is
+		// third on its CPU, behind 0.73s of compiles, and under Flat it
+		// happened to land behind one of 0.17s.
+		{"128ia64-17n4s2c", "kernbench", 1}: "makespan 1.051 × Flat's",
+	}
+	seeds := uint64(5)
+	if raceDetector {
+		seeds = 1
+	}
 	for _, m := range []string{"16amd64-8n2c", "128ia64-17n4s2c"} {
 		topo := simTopology(t, m)
-		for seed := uint64(1); seed <= 3; seed++ {
-			r, err := RunSim(context.Background(), SimOptions{Topology: topo, Workload: "forkjoin", Seed: seed})
-			if err != nil {
-				t.Fatal(err)
+		for _, w := range SimWorkloads() {
+			var hRemote, hSteals, fRemote, fSteals int
+			for seed := uint64(1); seed <= seeds; seed++ {
+				run := simRun{m, w, seed}
+				r, err := RunSim(context.Background(), SimOptions{Topology: topo, Workload: w, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				by := map[string]SimPolicyStats{}
+				best := r.Policies[0].MakespanS
+				for _, p := range r.Policies {
+					by[p.Name] = p
+					best = min(best, p.MakespanS)
+				}
+				h, f, l := by["hierarchical"], by["flat"], by["local"]
+				hRemote, hSteals = hRemote+h.RemoteSteals, hSteals+h.Steals
+				fRemote, fSteals = fRemote+f.RemoteSteals, fSteals+f.Steals
+				fraction := h.RemoteStealFraction <= 0.5*f.RemoteStealFraction
+				span := h.MakespanS <= 1.05*best
+				t.Logf("%v: remote-steal fraction %.3f (%d/%d), Flat %.3f; makespan %.4gs, %.3f × best",
+					run, h.RemoteStealFraction, h.RemoteSteals, h.Steals, f.RemoteStealFraction, h.MakespanS, h.MakespanS/best)
+				why, known := misses[run]
+				switch {
+				case known && fraction && span:
+					t.Errorf("%v meets the target now (listed as a miss: %s): update docs/BENCHMARKS.md and this test", run, why)
+				case !known && !fraction:
+					t.Errorf("%v: remote-steal fraction %.3f > half of Flat's %.3f", run, h.RemoteStealFraction, f.RemoteStealFraction)
+				case !known && !span:
+					t.Errorf("%v: makespan %.4gs > 1.05 × best %.4gs", run, h.MakespanS, best)
+				}
+				if h.MakespanS > 1.06*best {
+					t.Errorf("%v: makespan %.4gs > 1.06 × best %.4gs", run, h.MakespanS, best)
+				}
+				if 2*h.CrossNodeMigrations > f.CrossNodeMigrations {
+					t.Errorf("%v: %d cross-node migrations, more than half of Flat's %d", run, h.CrossNodeMigrations, f.CrossNodeMigrations)
+				}
+				if l.MakespanS < 2*h.MakespanS {
+					t.Errorf("%v: Local %.4gs, not clearly slower than Hierarchical %.4gs", run, l.MakespanS, h.MakespanS)
+				}
 			}
-			by := map[string]SimPolicyStats{}
-			best := r.Policies[0].MakespanS
-			for _, p := range r.Policies {
-				by[p.Name] = p
-				best = min(best, p.MakespanS)
+			if seeds < 5 {
+				continue
 			}
-			h, f, l := by["hierarchical"], by["flat"], by["local"]
-			t.Logf("%s seed %d: hierarchical %.3fms rf %.2f, flat %.3fms rf %.2f, local %.3fms",
-				m, seed, 1e3*h.MakespanS, h.RemoteStealFraction, 1e3*f.MakespanS, f.RemoteStealFraction, 1e3*l.MakespanS)
-			if h.RemoteStealFraction > 0.5*f.RemoteStealFraction {
-				t.Errorf("%s seed %d: remote-steal fraction %.3f > half of Flat's %.3f", m, seed, h.RemoteStealFraction, f.RemoteStealFraction)
-			}
-			if h.MakespanS > 1.05*best {
-				t.Errorf("%s seed %d: makespan %.4fs > 1.05 × best %.4fs", m, seed, h.MakespanS, best)
-			}
-			if h.CrossNodeMigrations >= f.CrossNodeMigrations {
-				t.Errorf("%s seed %d: %d cross-node migrations, Flat %d", m, seed, h.CrossNodeMigrations, f.CrossNodeMigrations)
-			}
-			if l.MakespanS < 2*h.MakespanS {
-				t.Errorf("%s seed %d: Local %.4fs, not clearly slower than Hierarchical %.4fs", m, seed, l.MakespanS, h.MakespanS)
+			if hf, ff := float64(hRemote)/float64(hSteals), float64(fRemote)/float64(fSteals); hf > 0.5*ff {
+				t.Errorf("%s %s, seeds 1-5 pooled: remote-steal fraction %.3f (%d/%d) > half of Flat's %.3f (%d/%d)",
+					m, w, hf, hRemote, hSteals, ff, fRemote, fSteals)
 			}
 		}
 	}

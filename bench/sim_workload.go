@@ -128,12 +128,13 @@ func (w *forkJoinSim) complete(e *simEngine, f *simTask, p int) {
 	e.push(p, j)
 }
 
-// kernbenchSim is a parallel kernel-style build driven by make -j(2×CPUs):
-// ~500 compiles whose durations follow a real build's spread (git's: min
-// 0.07s, median 0.46s, p90 1.4s, max 8s; lognormal with μ = ln 0.46,
-// σ = 0.869, clamped), then 8 partial links each needing an eighth of the
-// objects, then a final link. make places each job (an exec) from the CPU
-// whose job just finished, where it was woken.
+// kernbenchSim is a parallel kernel-style build driven by make
+// -j(kbJobsPerCPU × CPUs): ~500 compiles whose durations follow a real
+// build's spread (git's: min 0.07s, median 0.46s, p90 1.4s, max 8s;
+// lognormal with μ = ln 0.46, σ = 0.869, clamped), then 8 partial links
+// each needing an eighth of the objects, then a final link. make places
+// each job (an exec) from the CPU whose job just finished, where it was
+// woken.
 type kernbenchSim struct {
 	jobs    []kbJob
 	ready   []int

@@ -1,0 +1,7 @@
+//go:build !race
+
+package bench
+
+// raceDetector reports whether the tests run under the race detector
+// (go test -race), which slows the simulator about tenfold.
+const raceDetector = false
