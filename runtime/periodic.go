@@ -44,16 +44,19 @@ import (
 // advances at each steal attempt and every clockEvery tasks run through
 // execute, where clockEvery adapts so that the clock is read about every
 // clockPeriod whatever the tasks' length. It lags behind the real clock by
-// up to about two clockPeriods, and much longer inside a long inline Join
+// up to about two clockPeriods, by up to maxClockEvery tasks' time when
+// tasks suddenly get longer, and much longer inside a long inline Join
 // recursion (inline calls do not pass through execute): stamps then make
 // tasks look older than they are, so the hysteresis errs towards moving
 // work, which is what the runtime did without it.
 
-// Coarse clock constants: guesses, chosen so the clock costs under 1% of a
-// 10 ns task and stays well inside the 500 µs default migration cost.
+// Coarse clock constants: guesses. At most maxClockEvery tasks pass
+// between two reads, so a read costs a 10 ns task about 0.1 ns–1.4 ns, and
+// when tasks suddenly get long the clock lags for at most that many of them
+// before it is read at every task again.
 const (
 	clockPeriod   = 25 * time.Microsecond // target time between clock reads
-	maxClockEvery = 1024                  // most tasks between two reads
+	maxClockEvery = 64                    // most tasks between two reads
 )
 
 // defaultBalanceTick is Config.BalanceTick's default: the simulator's
@@ -78,6 +81,8 @@ func (w *worker) tickClock() {
 	last := w.now
 	el := w.clock() - last
 	switch {
+	case el > 2*int64(clockPeriod):
+		w.clockEvery = 1 // long tasks: read at every one
 	case el > int64(clockPeriod) && w.clockEvery > 1:
 		w.clockEvery /= 2
 	case el < int64(clockPeriod/2) && w.clockEvery < maxClockEvery:

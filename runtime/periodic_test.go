@@ -174,3 +174,36 @@ func TestNoPeriodicBalancing(t *testing.T) {
 		}
 	}
 }
+
+// TestCoarseClockAdapts: the worker's clock is read less often while tasks
+// are short (clockEvery grows) and at every task once they are long
+// (clockEvery falls to 1), and it never runs backwards.
+func TestCoarseClockAdapts(t *testing.T) {
+	rt := &Runtime{}
+	rt.pol.start = time.Now()
+	w := &worker{rt: rt, clockEvery: 1}
+	w.clock()
+	last := w.now
+	for range 100000 {
+		w.tickClock()
+		if w.now < last {
+			t.Fatalf("clock went back from %d to %d", last, w.now)
+		}
+		last = w.now
+	}
+	if w.clockEvery <= 1 {
+		t.Errorf("after 100000 instant tasks clockEvery = %d, want > 1", w.clockEvery)
+	}
+	// At most maxClockEvery tasks pass before the clock is read again and
+	// sees how long they took.
+	for range maxClockEvery + 1 {
+		time.Sleep(3 * clockPeriod)
+		w.tickClock()
+	}
+	if w.clockEvery != 1 {
+		t.Errorf("after tasks of 3×clockPeriod clockEvery = %d, want 1", w.clockEvery)
+	}
+	if got, want := w.now, int64(time.Since(rt.pol.start)); got > want || want-got > int64(time.Second) {
+		t.Errorf("coarse clock %d ns, real %d ns", got, want)
+	}
+}
