@@ -31,7 +31,8 @@ import (
 // idle workers ignore it, unlike Linux, whose can_migrate_task applies
 // task_hot on every pass: here the idle steal is the main balancing path,
 // an idle CPU is worth a cold cache, and in the simulator applying the
-// test to idle steals made SDET slower (docs/BENCHMARKS.md). The
+// test to idle steals made more of SDET's steals cross nodes
+// (docs/BENCHMARKS.md, simulator section). The
 // puller sees a task's age only once it owns it (reading a task still in
 // another worker's deque would race with its owner recycling it), so a
 // refused task goes back to its owner through the owner's inbox, the one
