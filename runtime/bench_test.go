@@ -155,10 +155,12 @@ func BenchmarkAtomicAdd(b *testing.B) {
 	}
 }
 
-// BenchmarkPeriodicBalancing is a ParallelFor of 4096 small iterations on
-// every worker with periodic balancing at its default tick and turned off
-// (Config.BalanceTick -1): what the busy pass and the coarse clock cost a
-// fork-join loop. With -count N the two alternate run by run.
+// BenchmarkPeriodicBalancing is a ParallelFor of 4096 small iterations
+// (burn(100), about 250 ns) on every worker with periodic balancing at its
+// default tick and turned off (Config.BalanceTick -1): what the busy pass
+// and the coarse clock cost a fork-join loop. -count N runs each
+// sub-benchmark N times in a row; to alternate them, run
+// -bench 'PeriodicBalancing/tick=default' and '…/tick=off' in turn.
 func BenchmarkPeriodicBalancing(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -174,7 +176,7 @@ func BenchmarkPeriodicBalancing(b *testing.B) {
 			var sink atomic.Int64
 			for b.Loop() {
 				err := rt.ParallelFor(context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
-					sink.Add(int64(burnNs(hi - lo)))
+					sink.Add(int64(burn(100 * (hi - lo))))
 					return nil
 				})
 				if err != nil {
@@ -186,14 +188,4 @@ func BenchmarkPeriodicBalancing(b *testing.B) {
 			b.ReportMetric(float64(s.Total.PulledTasks)/float64(b.N), "pulled/op")
 		})
 	}
-}
-
-// burnNs spins for about n×250 ns of arithmetic and returns a value the
-// compiler cannot drop.
-func burnNs(n int) int {
-	x := n
-	for i := range 100 * n {
-		x = x*31 + i
-	}
-	return x
 }

@@ -125,11 +125,7 @@ func TestPeriodicPull(t *testing.T) {
 			if err := g.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			for i := range ran {
-				if n := ran[i].Load(); n != 1 {
-					t.Fatalf("queued task %d ran %d times", i, n)
-				}
-			}
+			requireRanOnce(t, ran[:])
 			rt.Close()
 			s := rt.Stats()
 			t.Logf("chain on worker %d, queuing task on worker %d; %d links; pulls per level %v %v, %d tasks (%d cross-node), %d hot refusals; steals %v",

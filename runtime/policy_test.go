@@ -69,11 +69,7 @@ func TestPoliciesRunEveryTaskOnce(t *testing.T) {
 				if err := g.Wait(); err != nil {
 					t.Fatal(err)
 				}
-				for i := range runs {
-					if n := runs[i].Load(); n != 1 {
-						t.Fatalf("task %d ran %d times", i, n)
-					}
-				}
+				requireRanOnce(t, runs)
 				rt.Close()
 				s := rt.Stats()
 				var steals uint64

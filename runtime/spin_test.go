@@ -35,6 +35,17 @@ func burn(n int) int {
 	return x
 }
 
+// requireRanOnce fails t unless every counter in runs is exactly 1: each
+// task ran once, none was lost or run twice.
+func requireRanOnce(t *testing.T, runs []atomic.Int32) {
+	t.Helper()
+	for i := range runs {
+		if n := runs[i].Load(); n != 1 {
+			t.Fatalf("task %d ran %d times", i, n)
+		}
+	}
+}
+
 // runBursts runs bursts of fine-grained ParallelFor work from outside the
 // workers, separated by pauses of random length (up to 1 ms) during which
 // some or all workers park.
