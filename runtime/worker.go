@@ -131,6 +131,7 @@ func (w *worker) loop() {
 			// that we run no task.
 			left := w.inbox.close()
 			for _, t := range left {
+				w.countInjected(t) // also clears a give-back mark (periodic.go)
 				w.execute(t)
 			}
 			for t := w.localWork(); t != nil; t = w.localWork() {
