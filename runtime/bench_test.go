@@ -189,3 +189,17 @@ func BenchmarkPeriodicBalancing(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClockRead is one read of the clock the workers use
+// (time.Since from the runtime's start): why a task's stamp is taken from
+// the coarse per-worker clock instead (periodic.go).
+func BenchmarkClockRead(b *testing.B) {
+	start := time.Now()
+	var sink int64
+	for b.Loop() {
+		sink += int64(time.Since(start))
+	}
+	if sink < 0 {
+		b.Fatal("clock ran backwards")
+	}
+}
