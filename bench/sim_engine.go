@@ -272,8 +272,7 @@ func (e *simEngine) dispatch(p int, mode balance.Mode) {
 	}
 	took, lat := e.balance(p, mode)
 	if took {
-		c.waiting = true
-		c.backoff = 0
+		c.waiting = true // start resets the back-off when the tasks arrive
 		e.schedule(e.now+lat, evArrive, p)
 		return
 	}
