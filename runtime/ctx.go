@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	goruntime "runtime"
 )
 
 // Ctx is what a running task sees of the runtime: where it runs, its
@@ -90,9 +89,9 @@ func (c *Ctx) Wait(g *Group) error {
 		// Nothing to run: park until g is done. Store waiter, then load
 		// pending; pairs with report's Add(-1) then load of waiter.
 		if !g.waiter.CompareAndSwap(nil, w) {
-			// Another worker waits on g too (a shared outside group):
-			// only one can be woken by report, so we poll politely.
-			goruntime.Gosched()
+			// Another worker waits on g too (a group shared by tasks on
+			// several workers): wait in g's list of others.
+			g.waitOther(w)
 			continue
 		}
 		if g.pending.Load() != 0 {

@@ -31,6 +31,11 @@ type Group struct {
 	// (see Ctx.Wait): at least one side sees the other.
 	pending atomic.Int64
 	waiter  atomic.Pointer[worker] // a worker parked in a helping Wait
+	// others are the further workers parked in a helping Wait on the
+	// group (a group shared by tasks on several workers): registered
+	// under mu, then pending loaded; report locks mu after its Add(-1)
+	// to zero, so either the waiter sees zero or report sees it listed.
+	others []*worker // guarded by mu
 
 	stopped atomic.Bool // the first failure happened: drop unstarted tasks
 	counts  [numOutcomes]atomic.Int64
@@ -172,8 +177,33 @@ func (g *Group) report(o Outcome, err error) {
 			close(g.waitCh)
 			g.waitCh = nil
 		}
+		for _, w := range g.others {
+			g.rt.unpark(w) // takes rt.idle.mu: never held while locking g.mu
+		}
 		g.mu.Unlock()
 	}
+}
+
+// waitOther parks worker w until g is done, or until w has other work
+// (park returns to spin when it sees some), as one of g's further waiters.
+// Owner of w only.
+func (g *Group) waitOther(w *worker) {
+	g.mu.Lock()
+	g.others = append(g.others, w)
+	g.mu.Unlock()
+	if g.pending.Load() != 0 {
+		w.park(func() bool { return g.pending.Load() == 0 })
+	}
+	g.mu.Lock()
+	for i, v := range g.others {
+		if v == w {
+			last := len(g.others) - 1
+			g.others[i], g.others[last] = g.others[last], nil
+			g.others = g.others[:last]
+			break
+		}
+	}
+	g.mu.Unlock()
 }
 
 // fail records err if it is the group's first and cancels the group.

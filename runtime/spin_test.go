@@ -376,3 +376,72 @@ func TestSpinningCountStaysConsistent(t *testing.T) {
 	}
 	waitAllParked(t, rt)
 }
+
+// Tasks on several workers that wait on one group (here an outside group
+// whose only task is blocked) all park instead of polling, and all return
+// once the group is done. Only one waiter fits the group's lock-free slot;
+// the others wait in its list.
+func TestSharedGroupWaitersPark(t *testing.T) {
+	rt := virtualRuntime(t, "8em64t-2s2ca2c")
+	ctx := context.Background()
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // registered after rt's Close: runs before it on failure
+	shared := rt.Group(ctx)
+	shared.Go(func(*Ctx) error { <-release; return nil })
+
+	// Each waiter holds its worker until all have started, so that they
+	// wait on distinct workers rather than nested on one.
+	const waiters = 3
+	var started sync.WaitGroup
+	started.Add(waiters)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	var entered, returned atomic.Int32
+	outer := rt.Group(ctx)
+	for range waiters {
+		outer.Go(func(x *Ctx) error {
+			started.Done()
+			select {
+			case <-all:
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("the waiters did not all start")
+			}
+			entered.Add(1)
+			err := x.Wait(shared)
+			returned.Add(1)
+			return err
+		})
+	}
+	// Once all are in Wait, every worker but the blocked one ends up
+	// parked.
+	deadline := time.Now().Add(10 * time.Second)
+	for entered.Load() != waiters {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d waiters in Wait after 10s", entered.Load(), waiters)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	want := int32(len(rt.workers) - 1)
+	for rt.nIdle.Load() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d workers parked after 10s, want all but the blocked one: a waiter is polling",
+				rt.nIdle.Load(), len(rt.workers))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := returned.Load(); n != 0 {
+		t.Fatalf("%d waiters returned before the group was done", n)
+	}
+	unblock()
+	if err := outer.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := returned.Load(); n != waiters {
+		t.Fatalf("%d of %d waiters returned", n, waiters)
+	}
+}
