@@ -190,14 +190,16 @@ func sdetNumasteal(ctx context.Context, rt *runtime.Runtime, slots, n int, d tim
 }
 
 // execRun is the baseline: os/exec from the calling goroutine, output
-// captured in memory like the runner's.
+// captured in memory like the runner's: stdout and stderr apart, a pipe
+// each (one writer for both would let os/exec share one pipe, which a
+// process task cannot do).
 func execRun(ctx context.Context, args []string, dir string) error {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("bench: sdet: %s: %w: %s", strings.Join(args, " "), err, out.String())
+		return fmt.Errorf("bench: sdet: %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return nil
 }
