@@ -19,8 +19,9 @@ import "sync"
 // parallel build shares the machine with the compilers it starts.
 //
 // The protocol, after Go's spinning-M rule. A worker is running, spinning
-// (searching other workers' queues, counted in rt.nSpinning) or parked
-// (in rt.idle, counted in rt.nIdle).
+// (searching other workers' queues, counted in nSpinning) or parked (in
+// rt.idle, counted in nIdle); the two counts are the halves of one word,
+// rt.sched (sched.go), so that every load of it sees both at one instant.
 //
 //  1. A producer (push to a deque or the LIFO slot, inject into an inbox)
 //     first publishes the task, then calls notify, which loads nSpinning
@@ -36,7 +37,10 @@ import "sync"
 //     becomes a spinner again instead of parking.
 //  4. At most half of the busy workers spin: a worker starts spinning
 //     only if 2*nSpinning < workers − nIdle (Go's findRunnable rule),
-//     except as in 3, when it has just seen work.
+//     except as in 3, when it has just seen work. The test and the claim
+//     are one CAS on rt.sched, so the rule holds exactly when a worker
+//     starts spinning (Go tests and claims in separate steps); afterwards
+//     busy workers may park under the spinners for the length of a search.
 //
 // The invariant: whenever a task is queued, either its owner is running,
 // or some worker is spinning, or a parked worker is being woken. Step 1's
@@ -64,14 +68,14 @@ func (s *idleSet) init(n int) { s.stack = make([]*worker, 0, n) }
 // notify is step 1 of the protocol: called after publishing a task. Any
 // goroutine.
 func (rt *Runtime) notify() {
-	if rt.nSpinning.Load() != 0 || rt.nIdle.Load() == 0 {
+	if s, idle := rt.sched.load(); s != 0 || idle == 0 {
 		return
 	}
-	if !rt.nSpinning.CompareAndSwap(0, 1) {
+	if !rt.sched.casSpinning(0, 1) {
 		return // another producer is waking one
 	}
 	if !rt.wakeOne(true) {
-		rt.nSpinning.Add(-1)
+		rt.sched.addSpinning(-1)
 	}
 }
 
@@ -87,7 +91,7 @@ func (rt *Runtime) wakeOne(asSpinner bool) bool {
 	w := rt.idle.stack[n-1]
 	rt.idle.stack = rt.idle.stack[:n-1]
 	w.parked = false
-	rt.nIdle.Add(-1)
+	rt.sched.addIdle(-1)
 	rt.idle.mu.Unlock()
 	w.wake <- asSpinner
 	return true
@@ -114,7 +118,7 @@ func (rt *Runtime) removeIdle(w *worker) {
 		}
 	}
 	w.parked = false
-	rt.nIdle.Add(-1)
+	rt.sched.addIdle(-1)
 }
 
 // wakeAll unparks every worker (Close).
@@ -133,7 +137,7 @@ func (rt *Runtime) wakeAll() {
 // stopSpinning is step 2. Owner only.
 func (w *worker) stopSpinning() {
 	w.spinning = false
-	if w.rt.nSpinning.Add(-1) == 0 {
+	if w.rt.sched.addSpinning(-1) == 0 {
 		w.rt.notify()
 	}
 }
@@ -144,7 +148,7 @@ func (rt *Runtime) workVisible(w *worker) bool {
 	if w.hasLocalWork() {
 		return true
 	}
-	if rt.nSpinning.Load() != 0 {
+	if rt.sched.spinning() != 0 {
 		return false // a spinner will find it (invariant, case "S still counted")
 	}
 	for _, v := range rt.workers {
@@ -164,7 +168,7 @@ func (w *worker) park(stop func() bool) {
 	rt := w.rt
 	if w.spinning {
 		w.spinning = false
-		rt.nSpinning.Add(-1)
+		rt.sched.addSpinning(-1)
 	}
 	w.fold()
 	if rt.workVisible(w) {
@@ -173,7 +177,7 @@ func (w *worker) park(stop func() bool) {
 		// when several parking workers see the same work at once.
 		// Look at our own queues once: a thief may empty them between
 		// two looks, and w.spinning must match the CAS exactly.
-		if local := w.hasLocalWork(); local || rt.nSpinning.CompareAndSwap(0, 1) {
+		if local := w.hasLocalWork(); local || rt.sched.casSpinning(0, 1) {
 			w.spinning = !local
 			return
 		}
@@ -185,7 +189,7 @@ func (w *worker) park(stop func() bool) {
 	}
 	w.parked = true
 	rt.idle.stack = append(rt.idle.stack, w)
-	rt.nIdle.Add(1)
+	rt.sched.addIdle(1)
 	rt.idle.mu.Unlock()
 
 	// Look again now that nIdle counts us: a producer that published work

@@ -150,7 +150,7 @@ func (rt *Runtime) placeFrom(from int, kind balance.PlaceKind, seq uint64) int {
 // (park.go's rule 4 holds), only who spins. Cold path: it runs only when
 // a search failed and some worker is parked. Owner only.
 func (rt *Runtime) handOff(w *worker) {
-	if !w.spinning || rt.nIdle.Load() == 0 {
+	if !w.spinning || rt.sched.idle() == 0 {
 		return
 	}
 	for _, v := range rt.workers {

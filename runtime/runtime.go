@@ -31,11 +31,10 @@ type Runtime struct {
 	nodeIDs []int // nodes that have workers, sorted
 
 	// Idle and spinning state; see park.go for the protocol.
-	idle      idleSet
-	_         cacheLinePad
-	nSpinning atomic.Int32 // workers searching for work (Go's sched.nmspinning)
-	nIdle     atomic.Int32 // workers parked (Go's sched.npidle)
-	_         cacheLinePad
+	idle  idleSet
+	_     cacheLinePad
+	sched schedCounts // spinning and parked workers (Go's sched.nmspinning, sched.npidle)
+	_     cacheLinePad
 
 	counters counterRegistry // user Counters folded by the workers
 	pol      policyState     // the balancing policy (policy.go)

@@ -84,8 +84,7 @@ func runBursts(t *testing.T, rt *Runtime, rounds int, seed uint64) {
 // nmspinning rule behaves the same). The sampler therefore compares a
 // sample's spinning count with the largest busy count seen since spinning
 // was last below that count — the spinner that brought it there entered in
-// that window — and, since nSpinning and nIdle cannot be loaded together,
-// takes busy from the smaller of two nIdle loads around the nSpinning load.
+// that window; both counts come from one load of rt.sched.
 // When the sampler itself was paused for more than samplerGap (descheduled:
 // the race detector and a loaded machine do that), it has not seen the busy
 // counts of the pause, and the windows restart as if any count had been
@@ -164,10 +163,8 @@ func sampleSpinning(rt *Runtime, n int32, stop <-chan struct{}) spinReport {
 			}
 		}
 		last = time.Now()
-		i1 := rt.nIdle.Load()
-		s := rt.nSpinning.Load()
-		i2 := rt.nIdle.Load()
-		busy := n - min(i1, i2)
+		s, idle := rt.sched.load()
+		busy := n - idle
 		s = min(max(s, 0), n+1)
 		for k := range peak {
 			if int32(k) > s {
@@ -205,10 +202,10 @@ const lostWakeupBound = 5 * time.Second
 func waitAllParked(t *testing.T, rt *Runtime) {
 	t.Helper()
 	deadline := time.Now().Add(lostWakeupBound)
-	for rt.nIdle.Load() != int32(rt.Workers()) || rt.nSpinning.Load() != 0 {
+	for rt.sched.idle() != int32(rt.Workers()) || rt.sched.spinning() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("workers did not all park within %v: %d of %d parked, %d spinning",
-				lostWakeupBound, rt.nIdle.Load(), rt.Workers(), rt.nSpinning.Load())
+				lostWakeupBound, rt.sched.idle(), rt.Workers(), rt.sched.spinning())
 		}
 		time.Sleep(20 * time.Microsecond)
 	}
@@ -216,7 +213,7 @@ func waitAllParked(t *testing.T, rt *Runtime) {
 
 // idleState describes rt's idle bookkeeping and queues, for failure messages.
 func idleState(rt *Runtime) string {
-	s := fmt.Sprintf("nIdle %d, nSpinning %d, queued:", rt.nIdle.Load(), rt.nSpinning.Load())
+	s := fmt.Sprintf("nIdle %d, nSpinning %d, queued:", rt.sched.idle(), rt.sched.spinning())
 	for _, w := range rt.workers {
 		s += fmt.Sprintf(" w%d=%d", w.id, w.info().Queued)
 	}
@@ -361,7 +358,7 @@ func TestSpinningCountStaysConsistent(t *testing.T) {
 				return
 			default:
 			}
-			if s := rt.nSpinning.Load(); s < 0 || s > n {
+			if s := rt.sched.spinning(); s < 0 || s > n {
 				select {
 				case bad <- s:
 				default:
@@ -404,7 +401,17 @@ func TestSpinningCountStaysConsistent(t *testing.T) {
 // once the group is done. Only one waiter fits the group's lock-free slot;
 // the others wait in its list.
 func TestSharedGroupWaitersPark(t *testing.T) {
-	rt := virtualRuntime(t, "8em64t-2s2ca2c")
+	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, "8em64t-2s2ca2c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The blocked task on worker 0, the waiters on workers 2, 4 and 6, each
+	// in the inbox of a parked worker, which the runtime wakes for it:
+	// placed by the balancing policy, two could land on one worker, and
+	// then the second would wait for a thief while the first blocks.
+	rt := newTestRuntime(t, Config{Topology: topo, Placement: func(p *PlaceInfo) int {
+		return int(2 * (p.Seq - 1) % 8)
+	}})
 	ctx := context.Background()
 	release := make(chan struct{})
 	var once sync.Once
@@ -428,7 +435,7 @@ func TestSharedGroupWaitersPark(t *testing.T) {
 			select {
 			case <-all:
 			case <-time.After(10 * time.Second):
-				return fmt.Errorf("the waiters did not all start")
+				return fmt.Errorf("the waiters did not all start: %s", idleState(rt))
 			}
 			entered.Add(1)
 			err := x.Wait(shared)
@@ -441,15 +448,15 @@ func TestSharedGroupWaitersPark(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for entered.Load() != waiters {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d waiters in Wait after 10s", entered.Load(), waiters)
+			t.Fatalf("%d of %d waiters in Wait after 10s; %s", entered.Load(), waiters, idleState(rt))
 		}
 		time.Sleep(time.Millisecond)
 	}
 	want := int32(len(rt.workers) - 1)
-	for rt.nIdle.Load() != want {
+	for rt.sched.idle() != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d workers parked after 10s, want all but the blocked one: a waiter is polling",
-				rt.nIdle.Load(), len(rt.workers))
+				rt.sched.idle(), len(rt.workers))
 		}
 		time.Sleep(time.Millisecond)
 	}

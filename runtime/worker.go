@@ -24,14 +24,14 @@ type worker struct {
 	stealQ *Stealer[Task]       // the thieves' view of dq
 	lifo   atomic.Pointer[Task] // the LIFO slot: owner Swap; thieves Swap only when the owner is busy
 	inbox  inbox                // injected tasks: any goroutine pushes, owner and thieves pop
-	wake   chan bool            // park token; true = woken as a spinner (nSpinning counted for us)
+	wake   chan bool            // park token; true = woken as a spinner (counted in rt.sched for us)
 	parked bool                 // in rt.idle's stack; guarded by rt.idle.mu
 	busy   atomic.Bool          // running a task (read by thieves deciding whether to take lifo)
 
 	_ cacheLinePad
 
 	// Owner only.
-	spinning  bool     // counted in rt.nSpinning
+	spinning  bool     // counted in rt.sched's spinning half
 	tick      uint32   // tasks run, for the inbox fairness check
 	lifoRuns  int      // consecutive tasks taken from the LIFO slot
 	rng       uint64   // xorshift state for victim order
@@ -287,15 +287,8 @@ func (w *worker) steal() *Task {
 	if !w.spinning {
 		// Go's rule: start spinning only while 2*spinning < busy workers,
 		// so at most half of the busy workers search at once.
-		n := int32(len(rt.workers))
-		for {
-			s := rt.nSpinning.Load()
-			if 2*s >= n-rt.nIdle.Load() {
-				return nil
-			}
-			if rt.nSpinning.CompareAndSwap(s, s+1) {
-				break
-			}
+		if !rt.sched.startSpinning(int32(len(rt.workers))) {
+			return nil
 		}
 		w.spinning = true
 	}
