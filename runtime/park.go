@@ -34,7 +34,11 @@ import "sync"
 //  3. A spinner that finds nothing stops spinning by decrementing
 //     nSpinning, and only then looks at every queue once more (in park,
 //     before and after publishing itself as parked). If it sees work it
-//     becomes a spinner again instead of parking.
+//     becomes a spinner again instead of parking; if the work is in its
+//     own queues it runs it instead, and that is step 2 again: the
+//     producers that saw it spinning relied on it, possibly for more than
+//     the one task it will now run (tasks injected into its inbox while it
+//     searched elsewhere), so it wakes another spinner if none is left.
 //  4. At most half of the busy workers spin: a worker starts spinning
 //     only if 2*nSpinning < workers − nIdle (Go's findRunnable rule),
 //     except as in 3, when it has just seen work. The test and the claim
@@ -166,6 +170,7 @@ func (rt *Runtime) workVisible(w *worker) bool {
 // Owner only.
 func (w *worker) park(stop func() bool) {
 	rt := w.rt
+	wasSpinning := w.spinning
 	if w.spinning {
 		w.spinning = false
 		rt.sched.addSpinning(-1)
@@ -179,6 +184,15 @@ func (w *worker) park(stop func() bool) {
 		// two looks, and w.spinning must match the CAS exactly.
 		if local := w.hasLocalWork(); local || rt.sched.casSpinning(0, 1) {
 			w.spinning = !local
+			if local && wasSpinning {
+				// A spinner that found work, like step 2: producers that
+				// saw us spinning (work injected into our own inbox while
+				// we searched elsewhere, say) relied on us, and we are
+				// about to run one task, possibly for a long time, while
+				// the rest waits. Wake another spinner if none is left
+				// (Go's resetspinning).
+				rt.notify()
+			}
 			return
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/internal/corpus"
 	"github.com/numasteal/numasteal/internal/testenv"
 	"github.com/numasteal/numasteal/topology"
@@ -215,7 +216,14 @@ func waitAllParked(t *testing.T, rt *Runtime) {
 func idleState(rt *Runtime) string {
 	s := fmt.Sprintf("nIdle %d, nSpinning %d, queued:", rt.sched.idle(), rt.sched.spinning())
 	for _, w := range rt.workers {
-		s += fmt.Sprintf(" w%d=%d", w.id, w.info().Queued)
+		in := w.info()
+		s += fmt.Sprintf(" w%d=%d", w.id, in.Queued)
+		if in.Idle {
+			s += "(parked)"
+		}
+		if w.busy.Load() {
+			s += "(busy)"
+		}
 	}
 	return s
 }
@@ -472,5 +480,53 @@ func TestSharedGroupWaitersPark(t *testing.T) {
 	}
 	if n := returned.Load(); n != waiters {
 		t.Fatalf("%d of %d waiters returned", n, waiters)
+	}
+}
+
+// A task injected into the inbox of a worker that is blocked in another
+// task is run by one of the parked workers: the owner's being "running"
+// satisfies the parking invariant, so the wake-up must come from the
+// injection's notify and the policies' hand-off, whatever the policy's
+// gates (Hierarchical leaves a group's work to that group's idle CPUs).
+// The blocked task waits for the injected one, so a miss would hang.
+func TestBlockedOwnersInboxIsStolen(t *testing.T) {
+	for _, machine := range []string{"8em64t-2s2ca2c", "16amd64-8n2c", "128ia64-17n4s2c"} {
+		for _, policy := range []string{"hierarchical", "flat", "local"} {
+			t.Run(machine+"/"+policy, func(t *testing.T) {
+				topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, machine)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pol, err := balance.ByName(policy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var owner atomic.Int64
+				rt := newTestRuntime(t, Config{Topology: topo, Policy: pol,
+					Placement: func(*PlaceInfo) int { return int(owner.Load()) }})
+				rng := rand.New(rand.NewPCG(uint64(len(machine)), uint64(len(policy))))
+				for i := range 100 {
+					owner.Store(int64(rng.IntN(rt.Workers())))
+					ran := make(chan struct{})
+					g := rt.Group(context.Background())
+					g.Go(func(*Ctx) error { // blocks its worker until the next one ran
+						select {
+						case <-ran:
+							return nil
+						case <-time.After(lostWakeupBound):
+							return fmt.Errorf("round %d: the task queued behind a blocked worker did not run in %v; %s",
+								i, lostWakeupBound, idleState(rt))
+						}
+					})
+					if rng.IntN(2) == 0 {
+						time.Sleep(time.Duration(rng.IntN(100)) * time.Microsecond)
+					}
+					g.Go(func(*Ctx) error { close(ran); return nil })
+					if err := g.Wait(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
