@@ -61,22 +61,62 @@ type daemon struct {
 // child subreaper once a runner with Subreaper has run.
 func (d *daemon) stop() {
 	d.once.Do(func() {
-		pids := descendants(d.cmd.Process.Pid)
-		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		// Freeze the daemon first, so that it forks no compiler after we
+		// have looked. distccd gives each compiler a process group of its
+		// own, which the kill of the daemon's group does not reach; those
+		// groups are killed one by one. Orphans come to this process (the
+		// runner made it a subreaper) and are reaped here.
+		root := d.cmd.Process.Pid
+		syscall.Kill(-root, syscall.SIGSTOP)
+		pids := descendants(root)
+		groups := map[int]bool{root: true}
+		for _, p := range pids {
+			if g, err := syscall.Getpgid(p); err == nil {
+				groups[g] = true
+			}
+		}
+		for g := range groups {
+			syscall.Kill(-g, syscall.SIGKILL)
+		}
 		for _, p := range pids {
 			syscall.Kill(p, syscall.SIGKILL)
 		}
 		d.cmd.Wait()
 		self := os.Getpid()
-		for _, p := range pids {
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-				if wp, err := syscall.Wait4(p, nil, syscall.WNOHANG, nil); wp == p || (err != nil && parentOf(p) != self) {
-					break // reaped, or gone or someone else's to reap
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			left := false
+			for _, p := range append(pids, childrenIn(self, groups)...) {
+				if wp, err := syscall.Wait4(p, nil, syscall.WNOHANG, nil); wp == p || (err != nil && parentOf(p) < 0) {
+					continue // reaped, or gone
 				}
-				time.Sleep(5 * time.Millisecond)
+				left = true // alive, or a zombie that comes to us once its parent dies
+			}
+			if !left {
+				break
 			}
 		}
 	})
+}
+
+// childrenIn returns this process's children (parent is self) whose
+// process group is one of groups: the orphans of a killed daemon's
+// groups.
+func childrenIn(self int, groups map[int]bool) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		if parentOf(pid) != self {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err == nil && groups[g] {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // parentOf returns pid's parent from /proc, or -1 when pid is gone.

@@ -530,3 +530,53 @@ func TestBlockedOwnersInboxIsStolen(t *testing.T) {
 		}
 	}
 }
+
+// A task that queues a child on its own worker (Ctx.Go onto the deque, or
+// Ctx.GoNext into the LIFO slot) and then blocks until the child has run
+// gets the child run by another worker: the owner never comes back to it.
+func TestBlockedOwnersChildIsStolen(t *testing.T) {
+	for _, machine := range []string{"8em64t-2s2ca2c", "128ia64-17n4s2c"} {
+		for _, policy := range []string{"hierarchical", "flat", "local"} {
+			for _, via := range []string{"deque", "lifo"} {
+				t.Run(machine+"/"+policy+"/"+via, func(t *testing.T) {
+					topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, machine)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					pol, err := balance.ByName(policy)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rt := newTestRuntime(t, Config{Topology: topo, Policy: pol})
+					rng := rand.New(rand.NewPCG(uint64(len(machine)), uint64(len(policy)+len(via))))
+					for i := range 100 {
+						pause := time.Duration(rng.IntN(100)) * time.Microsecond
+						g := rt.Group(context.Background())
+						g.Go(func(c *Ctx) error {
+							ran := make(chan struct{})
+							if pause > 50*time.Microsecond {
+								time.Sleep(pause) // let the other workers park first
+							}
+							child := func(*Ctx) error { close(ran); return nil }
+							if via == "lifo" {
+								c.GoNext(g, child)
+							} else {
+								c.Go(g, child)
+							}
+							select {
+							case <-ran:
+								return nil
+							case <-time.After(lostWakeupBound):
+								return fmt.Errorf("round %d: the child of a blocked task did not run in %v; %s",
+									i, lostWakeupBound, idleState(rt))
+							}
+						})
+						if err := g.Wait(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
