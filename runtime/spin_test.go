@@ -20,11 +20,23 @@ import (
 // worker per CPU of the dump, whatever this machine has.
 func virtualRuntime(t *testing.T, name string) *Runtime {
 	t.Helper()
+	return virtualRuntimeWith(t, name, "", Config{})
+}
+
+// virtualRuntimeWith is virtualRuntime with cfg (its Topology set here)
+// and the balancing policy called policy ("" for the default).
+func virtualRuntimeWith(t *testing.T, name, policy string, cfg Config) *Runtime {
+	t.Helper()
 	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, name)))
 	if err != nil {
 		t.Fatalf("Discover %s: %v", name, err)
 	}
-	return newTestRuntime(t, Config{Topology: topo})
+	pol, err := balance.ByName(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Topology, cfg.Policy = topo, pol
+	return newTestRuntime(t, cfg)
 }
 
 // burn does a little arithmetic that the compiler cannot drop.
@@ -409,15 +421,11 @@ func TestSpinningCountStaysConsistent(t *testing.T) {
 // once the group is done. Only one waiter fits the group's lock-free slot;
 // the others wait in its list.
 func TestSharedGroupWaitersPark(t *testing.T) {
-	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, "8em64t-2s2ca2c")))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The blocked task on worker 0, the waiters on workers 2, 4 and 6, each
 	// in the inbox of a parked worker, which the runtime wakes for it:
 	// placed by the balancing policy, two could land on one worker, and
 	// then the second would wait for a thief while the first blocks.
-	rt := newTestRuntime(t, Config{Topology: topo, Placement: func(p *PlaceInfo) int {
+	rt := virtualRuntimeWith(t, "8em64t-2s2ca2c", "", Config{Placement: func(p *PlaceInfo) int {
 		return int(2 * (p.Seq - 1) % 8)
 	}})
 	ctx := context.Background()
@@ -493,16 +501,8 @@ func TestBlockedOwnersInboxIsStolen(t *testing.T) {
 	for _, machine := range []string{"8em64t-2s2ca2c", "16amd64-8n2c", "128ia64-17n4s2c"} {
 		for _, policy := range []string{"hierarchical", "flat", "local"} {
 			t.Run(machine+"/"+policy, func(t *testing.T) {
-				topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, machine)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				pol, err := balance.ByName(policy)
-				if err != nil {
-					t.Fatal(err)
-				}
 				var owner atomic.Int64
-				rt := newTestRuntime(t, Config{Topology: topo, Policy: pol,
+				rt := virtualRuntimeWith(t, machine, policy, Config{
 					Placement: func(*PlaceInfo) int { return int(owner.Load()) }})
 				rng := rand.New(rand.NewPCG(uint64(len(machine)), uint64(len(policy))))
 				for i := range 100 {
@@ -539,15 +539,7 @@ func TestBlockedOwnersChildIsStolen(t *testing.T) {
 		for _, policy := range []string{"hierarchical", "flat", "local"} {
 			for _, via := range []string{"deque", "lifo"} {
 				t.Run(machine+"/"+policy+"/"+via, func(t *testing.T) {
-					topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, machine)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					pol, err := balance.ByName(policy)
-					if err != nil {
-						t.Fatal(err)
-					}
-					rt := newTestRuntime(t, Config{Topology: topo, Policy: pol})
+					rt := virtualRuntimeWith(t, machine, policy, Config{})
 					rng := rand.New(rand.NewPCG(uint64(len(machine)), uint64(len(policy)+len(via))))
 					for i := range 100 {
 						pause := time.Duration(rng.IntN(100)) * time.Microsecond
