@@ -77,6 +77,16 @@ func (c *Ctx) GoNext(g *Group, fn Func) {
 // Wait waits for g while running other tasks on this worker: its own
 // queues first, then steals. When there is nothing to run it parks until g
 // is done or new work arrives. It returns g's first failure, as Group.Wait.
+//
+// Helping runs other tasks nested on this task's stack, and Wait returns
+// only once the one it is running has. That is safe when g holds the
+// caller's own subtree (its Ctx.Group, or children it submitted to a
+// Runtime.Group of its own): nothing in it waits for the caller. On a
+// group shared with other tasks it can deadlock: a task of g that itself
+// waits, directly or not, for a task that this Wait happens to be running
+// nested can never finish. Wait on such a group from a goroutine outside
+// the workers (Group.Wait), or keep the group's tasks free of waits, as
+// with TBB's task_group and Cilk's sync, which wait only for children.
 func (c *Ctx) Wait(g *Group) error {
 	w := c.w
 	w.depth++
