@@ -15,6 +15,8 @@
 //
 // Waiting inside a task (Ctx.Wait, Group.Wait on a task's own group, Join)
 // runs other tasks instead of blocking the thread; waiting elsewhere blocks.
+// A helping wait is for the task's own children: see Ctx.Wait for why a
+// group shared with other waiting tasks can deadlock it.
 // An idle worker searches briefly and then parks; see park.go for the
 // protocol that guarantees no wake-up is lost.
 //
