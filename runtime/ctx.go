@@ -109,6 +109,7 @@ func (c *Ctx) Wait(g *Group) error {
 		}
 		g.waiter.Store(nil)
 	}
+	w.leaveHelping()
 	g.mu.Lock()
 	err := g.err
 	g.mu.Unlock()

@@ -63,6 +63,7 @@ func (c *Ctx) waitLatch(t *Task) {
 		// joiner before setting the latch, then unparks).
 		w.park(t.latch.isSet)
 	}
+	w.leaveHelping()
 }
 
 // call runs fn inline on the caller's Ctx, turning a panic into an error.
