@@ -53,6 +53,9 @@ func TestRandomProgramsRunEveryTaskOnce(t *testing.T) {
 			}
 			t.Logf("%d tasks in 200 programs", p.ids.Load())
 			requireRanOnce(t, p.runs[:p.ids.Load()])
+			if n := p.spinning.Load(); n > 0 {
+				t.Errorf("%d tasks started on a worker still counted as spinning", n)
+			}
 		})
 	}
 }
@@ -63,6 +66,7 @@ type chaosProgram struct {
 	ids      atomic.Int32
 	runs     []atomic.Int32
 	blockers map[int]chan struct{} // by node: a token per task blocking its worker
+	spinning atomic.Int32          // tasks that started on a worker counted as spinning
 }
 
 const chaosDepth = 5
@@ -73,6 +77,9 @@ func (p *chaosProgram) node(c *Ctx, depth int) error {
 	id := p.ids.Add(1) - 1
 	if int(id) < len(p.runs) {
 		p.runs[id].Add(1)
+	}
+	if c.w.spinning {
+		p.spinning.Add(1) // a task runs on a worker counted as searching
 	}
 	r := rand.New(rand.NewPCG(p.seed, uint64(id)))
 	if depth >= chaosDepth {
