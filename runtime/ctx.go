@@ -96,18 +96,7 @@ func (c *Ctx) Wait(g *Group) error {
 			w.execute(t)
 			continue
 		}
-		// Nothing to run: park until g is done. Store waiter, then load
-		// pending; pairs with report's Add(-1) then load of waiter.
-		if !g.waiter.CompareAndSwap(nil, w) {
-			// Another worker waits on g too (a group shared by tasks on
-			// several workers): wait in g's list of others.
-			g.waitOther(w)
-			continue
-		}
-		if g.pending.Load() != 0 {
-			w.park(func() bool { return g.pending.Load() == 0 })
-		}
-		g.waiter.Store(nil)
+		g.parkWaiter(w) // nothing to run: park until g is done or work comes
 	}
 	w.leaveHelping()
 	g.mu.Lock()

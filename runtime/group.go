@@ -26,16 +26,14 @@ type Group struct {
 	up     *Group          // the group of the task that made this one (Ctx.Group)
 	owner  *Ctx            // the task that made the group (Ctx.Group); nil otherwise
 
-	// pending counts tasks submitted and not yet finished. Its Add(-1) to
-	// zero pairs with the waiter's store of waiter then load of pending
-	// (see Ctx.Wait): at least one side sees the other.
+	// pending counts tasks submitted and not yet finished.
 	pending atomic.Int64
-	waiter  atomic.Pointer[worker] // a worker parked in a helping Wait
-	// others are the further workers parked in a helping Wait on the
-	// group (a group shared by tasks on several workers): registered
-	// under mu, then pending loaded; report locks mu after its Add(-1)
-	// to zero, so either the waiter sees zero or report sees it listed.
-	others []*worker // guarded by mu
+	// waiters are the workers parked in a helping Wait on the group (more
+	// than one when tasks on several workers wait on a shared group). A
+	// waiter registers under mu, then loads pending; report locks mu after
+	// its Add(-1) to zero, so either the waiter sees zero or report sees
+	// it listed and unparks it.
+	waiters []*worker // guarded by mu
 
 	stopped atomic.Bool // the first failure happened: drop unstarted tasks
 	counts  [numOutcomes]atomic.Int64
@@ -168,38 +166,35 @@ func (g *Group) report(o Outcome, err error) {
 		g.fail(err)
 	}
 	if g.pending.Add(-1) == 0 {
-		// Pairs with the waiter's store of waiter then load of pending.
-		if w := g.waiter.Load(); w != nil {
-			g.rt.unpark(w)
-		}
 		g.mu.Lock()
 		if g.waitCh != nil {
 			close(g.waitCh)
 			g.waitCh = nil
 		}
-		for _, w := range g.others {
+		for _, w := range g.waiters {
 			g.rt.unpark(w) // takes rt.idle.mu: never held while locking g.mu
 		}
 		g.mu.Unlock()
 	}
 }
 
-// waitOther parks worker w until g is done, or until w has other work
-// (park returns to spin when it sees some), as one of g's further waiters.
-// Owner of w only.
-func (g *Group) waitOther(w *worker) {
+// parkWaiter parks worker w, waiting in Ctx.Wait, until g is done or w
+// has other work (park returns to spin when it sees some). The list keeps
+// its capacity, so a reused group parks without allocating. Owner of w
+// only.
+func (g *Group) parkWaiter(w *worker) {
 	g.mu.Lock()
-	g.others = append(g.others, w)
+	g.waiters = append(g.waiters, w)
 	g.mu.Unlock()
 	if g.pending.Load() != 0 {
 		w.park(func() bool { return g.pending.Load() == 0 })
 	}
 	g.mu.Lock()
-	for i, v := range g.others {
+	for i, v := range g.waiters {
 		if v == w {
-			last := len(g.others) - 1
-			g.others[i], g.others[last] = g.others[last], nil
-			g.others = g.others[:last]
+			last := len(g.waiters) - 1
+			g.waiters[i], g.waiters[last] = g.waiters[last], nil
+			g.waiters = g.waiters[:last]
 			break
 		}
 	}
