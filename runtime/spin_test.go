@@ -224,6 +224,17 @@ func waitAllParked(t *testing.T, rt *Runtime) {
 	}
 }
 
+// awaitRan blocks the calling task's worker (not helping) until ran is
+// closed, or fails after lostWakeupBound saying that what did not run.
+func awaitRan(rt *Runtime, ran <-chan struct{}, what string) error {
+	select {
+	case <-ran:
+		return nil
+	case <-time.After(lostWakeupBound):
+		return fmt.Errorf("%s did not run in %v; %s", what, lostWakeupBound, idleState(rt))
+	}
+}
+
 // idleState describes rt's idle bookkeeping and queues, for failure messages.
 func idleState(rt *Runtime) string {
 	s := fmt.Sprintf("nIdle %d, nSpinning %d, queued:", rt.sched.idle(), rt.sched.spinning())
@@ -510,13 +521,7 @@ func TestBlockedOwnersInboxIsStolen(t *testing.T) {
 					ran := make(chan struct{})
 					g := rt.Group(context.Background())
 					g.Go(func(*Ctx) error { // blocks its worker until the next one ran
-						select {
-						case <-ran:
-							return nil
-						case <-time.After(lostWakeupBound):
-							return fmt.Errorf("round %d: the task queued behind a blocked worker did not run in %v; %s",
-								i, lostWakeupBound, idleState(rt))
-						}
+						return awaitRan(rt, ran, fmt.Sprintf("round %d: the task queued behind a blocked worker", i))
 					})
 					if rng.IntN(2) == 0 {
 						time.Sleep(time.Duration(rng.IntN(100)) * time.Microsecond)
@@ -555,13 +560,7 @@ func TestBlockedOwnersChildIsStolen(t *testing.T) {
 							} else {
 								c.Go(g, child)
 							}
-							select {
-							case <-ran:
-								return nil
-							case <-time.After(lostWakeupBound):
-								return fmt.Errorf("round %d: the child of a blocked task did not run in %v; %s",
-									i, lostWakeupBound, idleState(rt))
-							}
+							return awaitRan(rt, ran, fmt.Sprintf("round %d: the child of a blocked task", i))
 						})
 						if err := g.Wait(); err != nil {
 							t.Fatal(err)
@@ -570,5 +569,45 @@ func TestBlockedOwnersChildIsStolen(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// A helping wait (Ctx.Wait, a stolen Join's wait) must not return to its
+// task with the worker still counted as spinning: the task then runs user
+// code, not a search, while producers rely on a spinner to find their work.
+func TestHelpingWaitReturnsNotSpinning(t *testing.T) {
+	rt := virtualRuntime(t, "16amd64-8n2c")
+	var bad, checks atomic.Int64
+	check := func(c *Ctx) {
+		checks.Add(1)
+		if c.w.spinning {
+			bad.Add(1)
+		}
+	}
+	var rec func(c *Ctx, n int) error
+	rec = func(c *Ctx, n int) error {
+		if n < 2 {
+			burn(500)
+			return nil
+		}
+		if n%3 == 0 {
+			g := c.Group()
+			c.Go(g, func(c *Ctx) error { return rec(c, n-1) })
+			c.Go(g, func(c *Ctx) error { return rec(c, n-2) })
+			err := c.Wait(g)
+			check(c)
+			return err
+		}
+		err := c.Join(func(c *Ctx) error { return rec(c, n-1) }, func(c *Ctx) error { return rec(c, n-2) })
+		check(c)
+		return err
+	}
+	for range 50 {
+		if err := rt.Go(context.Background(), func(c *Ctx) error { return rec(c, 16) }).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bad.Load() > 0 {
+		t.Errorf("%d of %d waits returned to their task with the worker counted as spinning", bad.Load(), checks.Load())
 	}
 }
