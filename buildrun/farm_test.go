@@ -103,15 +103,7 @@ func (d *daemon) stop() {
 // groups.
 func childrenIn(self int, groups map[int]bool) []int {
 	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		var pid int
-		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
-			continue
-		}
-		if parentOf(pid) != self {
-			continue
-		}
+	for _, pid := range procChildren()[self] {
 		if g, err := syscall.Getpgid(pid); err == nil && groups[g] {
 			out = append(out, pid)
 		}
@@ -135,8 +127,8 @@ func parentOf(pid int) int {
 	return ppid
 }
 
-// descendants returns the pids of root's descendants, from /proc.
-func descendants(root int) []int {
+// procChildren maps each pid to its children's, from /proc.
+func procChildren() map[int][]int {
 	ents, _ := os.ReadDir("/proc")
 	children := map[int][]int{}
 	for _, e := range ents {
@@ -148,6 +140,12 @@ func descendants(root int) []int {
 			children[pp] = append(children[pp], pid)
 		}
 	}
+	return children
+}
+
+// descendants returns the pids of root's descendants, from /proc.
+func descendants(root int) []int {
+	children := procChildren()
 	var out []int
 	for queue := []int{root}; len(queue) > 0; {
 		p := queue[0]
