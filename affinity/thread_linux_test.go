@@ -18,17 +18,26 @@ import (
 // /proc/PID/status (or /proc/self/status for pid "self").
 func procStatusList(t *testing.T, pid, key string) string {
 	t.Helper()
+	v, ok := procStatusListIfAlive(pid, key)
+	if !ok {
+		t.Fatalf("/proc/%s/status is gone or has no %s line", pid, key)
+	}
+	return v
+}
+
+// procStatusListIfAlive is procStatusList for a task that may have exited
+// meanwhile: ok is false when its status is gone (or has no key line).
+func procStatusListIfAlive(pid, key string) (v string, ok bool) {
 	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
-		t.Fatal(err)
+		return "", false
 	}
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			return strings.TrimSpace(v)
+			return strings.TrimSpace(v), true
 		}
 	}
-	t.Fatalf("/proc/%s/status has no %s line", pid, key)
-	return ""
+	return "", false
 }
 
 // allowed returns Allowed or fails the test.
