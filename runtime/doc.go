@@ -29,7 +29,7 @@
 // with that CPU (or node) as their affinity, holding a slot while they run,
 // waited for by a plain goroutine so no worker thread blocks.
 //
-// The file layout follows the concerns: deque.go (local run queue),
+// The file layout follows the concerns: internal/deque (local run queue),
 // worker.go (the worker loop), park.go (idle, spinning and wake-up),
 // group.go, join.go and jobs.go (fork-join), task.go and ctx.go (tasks and
 // their context), inbox.go (injection), policy.go (the balancer's hooks),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/runtime/internal/deque"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -20,8 +21,8 @@ type worker struct {
 	node int
 
 	// Shared with thieves and submitters.
-	dq     *Deque[Task]         // owner pushes/pops; thieves use stealer
-	stealQ *Stealer[Task]       // the thieves' view of dq
+	dq     *deque.Deque[Task]   // owner pushes/pops; thieves use stealQ
+	stealQ *deque.Stealer[Task] // the thieves' view of dq
 	lifo   atomic.Pointer[Task] // the LIFO slot: owner Swap; thieves Swap only when the owner is busy
 	inbox  inbox                // injected tasks: any goroutine pushes, owner and thieves pop
 	wake   chan bool            // park token; true = woken as a spinner (counted in rt.sched for us)
@@ -69,7 +70,7 @@ func newWorker(rt *Runtime, id, cpu, node int) *worker {
 		id:   id,
 		cpu:  cpu,
 		node: node,
-		dq:   NewDeque[Task](),
+		dq:   deque.New[Task](),
 		wake: make(chan bool, 1),
 		rng:  uint64(id)*0x9E3779B97F4A7C15 + 1,
 

@@ -1,4 +1,4 @@
-package runtime
+package deque
 
 import (
 	goruntime "runtime"
@@ -11,7 +11,7 @@ import (
 // no thieves (the work-first spawn/join of a task that nobody steals).
 func BenchmarkDequePushPop(b *testing.B) {
 	b.ReportAllocs()
-	d := NewDeque[int]()
+	d := New[int]()
 	x := new(int)
 	for b.Loop() {
 		d.Push(x)
@@ -25,7 +25,7 @@ func BenchmarkDequePushPop(b *testing.B) {
 // recursion pattern of fork-join, with the deque holding a few elements.
 func BenchmarkDequePushPopDeep(b *testing.B) {
 	b.ReportAllocs()
-	d := NewDeque[int]()
+	d := New[int]()
 	x := new(int)
 	for b.Loop() {
 		for range 64 {
@@ -41,7 +41,7 @@ func BenchmarkDequePushPopDeep(b *testing.B) {
 // BenchmarkDequePopEmpty is an idle owner polling its empty deque.
 func BenchmarkDequePopEmpty(b *testing.B) {
 	b.ReportAllocs()
-	d := NewDeque[int]()
+	d := New[int]()
 	for b.Loop() {
 		if d.Pop() != nil {
 			b.Fatal("Pop on empty returned an element")
@@ -53,7 +53,7 @@ func BenchmarkDequePopEmpty(b *testing.B) {
 // same goroutine, so it measures the CAS path without cache-line transfers.
 func BenchmarkDequePushSteal(b *testing.B) {
 	b.ReportAllocs()
-	d := NewDeque[int]()
+	d := New[int]()
 	s := d.Stealer()
 	x := new(int)
 	for b.Loop() {
@@ -68,7 +68,7 @@ func BenchmarkDequePushSteal(b *testing.B) {
 // a failed steal attempt.
 func BenchmarkDequeStealEmpty(b *testing.B) {
 	b.ReportAllocs()
-	s := NewDeque[int]().Stealer()
+	s := New[int]().Stealer()
 	for b.Loop() {
 		if y, _ := s.Steal(); y != nil {
 			b.Fatal("Steal on empty returned an element")
@@ -80,7 +80,7 @@ func BenchmarkDequeStealEmpty(b *testing.B) {
 // deque and back, one StealHalf per iteration.
 func BenchmarkDequeStealHalf(b *testing.B) {
 	b.ReportAllocs()
-	d, dst := NewDeque[int](), NewDeque[int]()
+	d, dst := New[int](), New[int]()
 	x := new(int)
 	for range 64 {
 		d.Push(x)
@@ -103,7 +103,7 @@ func BenchmarkDequeStealHalf(b *testing.B) {
 // successful steal; the owner's pops are reported as owner-pops/op.
 func BenchmarkDequeStealContended(b *testing.B) {
 	b.ReportAllocs()
-	d := NewDeque[int]()
+	d := New[int]()
 	s := d.Stealer()
 	x := new(int)
 	var stop atomic.Bool
@@ -155,7 +155,7 @@ func BenchmarkDequeStealContended(b *testing.B) {
 // adds to the owner's fast path.
 func BenchmarkDequePushPopWithThief(b *testing.B) {
 	b.ReportAllocs()
-	d := NewDeque[int]()
+	d := New[int]()
 	s := d.Stealer()
 	x := new(int)
 	var stop atomic.Bool

@@ -1,4 +1,4 @@
-package runtime
+package deque
 
 // Linearizability of the Chase–Lev deque, checked with porcupine.
 //

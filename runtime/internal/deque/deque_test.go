@@ -1,4 +1,4 @@
-package runtime
+package deque
 
 import (
 	"fmt"
@@ -196,16 +196,16 @@ func TestDequeNewClamp(t *testing.T) {
 			t.Errorf("newDeque(%d).capacity() = %d, want %d", tt.logCap, got, tt.want)
 		}
 	}
-	if got := NewDeque[int]().capacity(); got != 1<<dequeLogCap {
-		t.Errorf("NewDeque().capacity() = %d, want %d", got, 1<<dequeLogCap)
+	if got := New[int]().capacity(); got != 1<<dequeLogCap {
+		t.Errorf("New().capacity() = %d, want %d", got, 1<<dequeLogCap)
 	}
 }
 
 func TestDequePushNilPanics(t *testing.T) {
 	defer func() {
 		r := recover()
-		if s, _ := r.(string); !strings.HasPrefix(s, "runtime: Deque.Push:") {
-			t.Errorf("Push(nil) panic = %v, want a runtime: Deque.Push: message", r)
+		if s, _ := r.(string); !strings.HasPrefix(s, "deque: Deque.Push:") {
+			t.Errorf("Push(nil) panic = %v, want a deque: Deque.Push: message", r)
 		}
 	}()
 	newDeque[int](0).Push(nil)

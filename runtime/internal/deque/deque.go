@@ -1,4 +1,7 @@
-package runtime
+// Package deque is the runtime's local run queue: a Chase–Lev
+// work-stealing deque, with separate handles for the owner (Deque) and for
+// thieves (Stealer).
+package deque
 
 // The local run queue: a Chase–Lev work-stealing deque.
 //
@@ -91,7 +94,7 @@ const (
 // [Deque.Stealer]. Push, Pop and Steal do not allocate except when Push grows
 // the ring.
 //
-// A Deque must be created by [NewDeque] and must not be copied.
+// A Deque must be created by [New] and must not be copied.
 type Deque[T any] struct {
 	// top is the index of the oldest element. Thieves CAS it forward in
 	// Steal; the owner CASes it only in Pop of the last element.
@@ -120,8 +123,8 @@ type dequeRing[T any] struct {
 	slots []atomic.Pointer[T]
 }
 
-// NewDeque returns an empty deque with the default initial capacity.
-func NewDeque[T any]() *Deque[T] {
+// New returns an empty deque with the default initial capacity.
+func New[T any]() *Deque[T] {
 	return newDeque[T](dequeLogCap)
 }
 
@@ -160,7 +163,7 @@ func (d *Deque[T]) Stealer() *Stealer[T] {
 // allocates; otherwise it does not. x must not be nil.
 func (d *Deque[T]) Push(x *T) {
 	if x == nil {
-		panic("runtime: Deque.Push: nil element")
+		panic("deque: Deque.Push: nil element")
 	}
 	b := d.bottom.Load() // own word: only this goroutine writes it
 	r := d.ring.Load()   // own word
