@@ -32,7 +32,7 @@ type Config struct {
 	// MPOL_LOCAL, so memory it first touches comes from its own node.
 	LocalMemory bool
 	// Placement chooses the worker for a task injected from outside the
-	// workers; nil means the Policy's placement (PlaceCPU with
+	// workers; nil means the Policy's placement (Place with
 	// balance.PlaceFork). DefaultPlacement is the older round-robin over
 	// the submitter's node, available as a hook.
 	Placement Placement

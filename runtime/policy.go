@@ -13,7 +13,8 @@ import (
 // The policy decides three things: whom an idle worker robs (steal, in
 // the order of its Thief's steps, nearest domain first), how much it takes
 // (Victim.Max: one task with Steal, more with StealHalf), and where an
-// injected task or a new process lands (Place, through place and PlaceCPU).
+// injected task or a new process lands (the Balancer's Place, through
+// Runtime.Place).
 // Workers balance when they run out of work (steal: balance.NewlyIdle on
 // the first pass, balance.Idle on the passes of a worker still searching)
 // and periodically while busy (periodic.go: balance.Busy, with the
@@ -79,6 +80,14 @@ func (l *runtimeLoad) Running(cpu int) bool {
 
 func (rt *Runtime) load() *runtimeLoad { return (*runtimeLoad)(rt) }
 
+// Load returns the load the balancing policy sees: for each worker's CPU
+// the Go tasks queued on its worker (deque, inbox and LIFO slot) and
+// whether it runs one; a CPU without a worker has none. The answers are
+// read with atomic loads and may be stale by the time they return. A
+// launcher of other work adds its own to this and passes the sum to Place
+// (package proc counts its processes so). Safe for concurrent use.
+func (rt *Runtime) Load() balance.Load { return rt.load() }
+
 // initPolicy binds Config.Policy (nil: balance.Default()) to the workers'
 // CPUs. Called by New once the workers exist.
 func (rt *Runtime) initPolicy() error {
@@ -110,25 +119,30 @@ func (rt *Runtime) initPolicy() error {
 // Policy returns the balancing policy the runtime uses.
 func (rt *Runtime) Policy() balance.Policy { return rt.pol.policy }
 
-// PlaceCPU returns the CPU where a new piece of work of the given kind
-// should start, by the policy's placement (for Hierarchical the
-// find_idlest_cpu walk) from the calling goroutine's CPU; when that is
-// unknown (an unpinned runtime, or a topology read from a dump), from the
-// CPUs of the workers in turn. The answer is a CPU of a worker. Process
-// launchers pass balance.PlaceExec and pin the child there; injected tasks
-// use balance.PlaceFork. Safe for concurrent use.
-func (rt *Runtime) PlaceCPU(kind balance.PlaceKind) int {
-	from, _ := rt.callerCPU()
-	return rt.placeFrom(from, kind, rt.seq.Add(1))
+// Place returns the CPU where a new piece of work of the given kind
+// should start, by the balancing policy's placement (for Hierarchical the
+// find_idlest_cpu walk) from CPU from, seeing load (nil: the runtime's
+// own, Load). from is the CPU the work comes from, the running task's
+// Ctx.CPU say; when it is not a worker's CPU (-1: unknown) the workers'
+// CPUs take turns as the starting point. The answer is always a worker's
+// CPU. Injected tasks are placed so with balance.PlaceFork; package proc
+// places each process with balance.PlaceExec and a load that counts its
+// processes. Safe for concurrent use.
+func (rt *Runtime) Place(from int, kind balance.PlaceKind, load balance.Load) int {
+	if load == nil {
+		load = rt.load()
+	}
+	return rt.placeFrom(from, kind, load)
 }
 
-// placeFrom runs the policy's Place from CPU from (-1: unknown; seq then
-// picks a worker's CPU round-robin as the starting point).
-func (rt *Runtime) placeFrom(from int, kind balance.PlaceKind, seq uint64) int {
+// placeFrom runs the policy's Place from CPU from (not a worker's CPU: a
+// worker's CPU in turn) and falls back to from when the policy answers a
+// CPU without a worker.
+func (rt *Runtime) placeFrom(from int, kind balance.PlaceKind, load balance.Load) int {
 	if rt.workerOn(from) == nil {
-		from = rt.workers[seq%uint64(len(rt.workers))].cpu
+		from = rt.workers[rt.seq.Add(1)%uint64(len(rt.workers))].cpu
 	}
-	cpu := rt.pol.bal.Place(from, kind, rt.load())
+	cpu := rt.pol.bal.Place(from, kind, load)
 	if rt.workerOn(cpu) == nil {
 		return from
 	}

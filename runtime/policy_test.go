@@ -125,20 +125,19 @@ func TestCrossNodeStealsCounted(t *testing.T) {
 	}
 }
 
-// TestPlaceCPU: the policy's placement answers a worker's CPU, and on an
-// idle virtual machine the default policy keeps consecutive placements
-// from the same CPU on that CPU's node while it has idle CPUs.
-func TestPlaceCPU(t *testing.T) {
+// TestPlace: the policy's placement answers a worker's CPU, from a
+// worker's CPU or from nowhere, and on an idle virtual machine the default
+// policy keeps a placement from a CPU on that CPU while it is idle.
+func TestPlace(t *testing.T) {
 	for name, topo := range policyMachines(t) {
 		rt := newTestRuntime(t, Config{Topology: topo})
 		for _, kind := range []balance.PlaceKind{balance.PlaceFork, balance.PlaceExec} {
-			cpu := rt.PlaceCPU(kind)
-			if rt.workerOn(cpu) == nil {
-				t.Errorf("%s: PlaceCPU(%v) = %d, not a worker's CPU", name, kind, cpu)
+			if cpu := rt.Place(-1, kind, nil); rt.workerOn(cpu) == nil {
+				t.Errorf("%s: Place(-1, %v) = %d, not a worker's CPU", name, kind, cpu)
 			}
 		}
 		from := rt.workers[0].cpu
-		if got := rt.placeFrom(from, balance.PlaceFork, 0); got != from {
+		if got := rt.Place(from, balance.PlaceFork, rt.Load()); got != from {
 			t.Errorf("%s: idle machine: placed from CPU %d on %d", name, from, got)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -155,9 +156,10 @@ type ProcessRunner struct {
 	slots *slotSem
 	pin   PinMode
 
-	// running counts the processes running on each worker's CPU, for the
-	// placement; index = worker id.
+	// running counts the processes running on each CPU, for the
+	// placement; index = CPU id. goLoad is the runtime's Load.
 	running []atomic.Int32
+	goLoad  balance.Load
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -171,7 +173,7 @@ type ProcessRunner struct {
 // It fails only when cfg.Subreaper is set and the prctl fails.
 func NewProcessRunner(rt *Runtime, cfg ProcessConfig) (*ProcessRunner, error) {
 	if cfg.Slots <= 0 {
-		cfg.Slots = len(rt.workers)
+		cfg.Slots = rt.Workers()
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 2 * time.Second
@@ -185,7 +187,7 @@ func NewProcessRunner(rt *Runtime, cfg ProcessConfig) (*ProcessRunner, error) {
 		}
 	}
 	pin := cfg.Pin
-	if rt.cfg.NoPin {
+	if !rt.Pinned() {
 		pin = PinNone
 	}
 	r := &ProcessRunner{
@@ -193,7 +195,8 @@ func NewProcessRunner(rt *Runtime, cfg ProcessConfig) (*ProcessRunner, error) {
 		cfg:     cfg,
 		slots:   newSlotSem(cfg.Slots),
 		pin:     pin,
-		running: make([]atomic.Int32, len(rt.workers)),
+		running: make([]atomic.Int32, rt.Topology().Usable.Last()+1),
+		goLoad:  rt.Load(),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r, nil
@@ -326,7 +329,7 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 	// runtime's own cancellation (Close with Cancel) to tctx.
 	var (
 		c     *exec.Cmd
-		wid   = -1
+		cpu   = -1
 		fctx  context.Context
 		start time.Time
 	)
@@ -336,9 +339,9 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 		if err := fctx.Err(); err != nil {
 			return context.Cause(fctx)
 		}
-		wid = r.pickCPU(x)
+		cpu = r.pickCPU(x)
 		// Counted now, so the next pick sees it.
-		shared := r.running[wid].Add(1) > 1
+		shared := r.running[cpu].Add(1) > 1
 		c = r.command(cmd, res)
 		start = time.Now()
 		if r.cfg.Prepare != nil {
@@ -347,7 +350,7 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 				return nil
 			}
 		}
-		res.Err = r.fork(x, c, wid, shared, res)
+		res.Err = r.fork(x, c, cpu, shared, res)
 		return nil
 	})
 	if err := g.Wait(); err != nil || c == nil {
@@ -358,7 +361,7 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 		res.Outcome, res.Err = Canceled, err
 		return
 	}
-	defer r.running[wid].Add(-1)
+	defer r.running[cpu].Add(-1)
 	if res.Err != nil {
 		// The program could not be started: the task's failure.
 		res.Outcome = Failed
@@ -394,15 +397,15 @@ func (r *ProcessRunner) command(cmd Command, res *ProcessResult) *exec.Cmd {
 	return c
 }
 
-// fork starts c on the CPU of worker wid (or its node), from the calling
-// worker x; shared says that the CPU already runs another of the runner's
-// processes, which turns PinCPU into the node's CPUs. The worker thread
-// itself forks when it is pinned to exactly that CPU: the child inherits
-// the thread's mask, as affinity.StartPinned arranges on a fresh thread
-// otherwise.
-func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, wid int, shared bool, res *ProcessResult) error {
-	target := r.rt.workers[wid]
-	res.Worker, res.CPU, res.Node = x.Worker(), target.cpu, target.node
+// fork starts c on CPU cpu (or its node), from the task x; shared says
+// that the CPU already runs another of the runner's processes, which turns
+// PinCPU into the node's CPUs. The worker thread itself forks when it is
+// pinned to exactly that CPU: the child inherits the thread's mask, as
+// affinity.StartPinned arranges on a fresh thread otherwise.
+func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, cpu int, shared bool, res *ProcessResult) error {
+	topo := r.rt.Topology()
+	node := topo.NodeOf(cpu)
+	res.Worker, res.CPU, res.Node = x.Worker(), cpu, node
 	pin := r.pin
 	if pin == PinCPU && shared {
 		pin = PinNode
@@ -410,19 +413,19 @@ func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, wid int, shared bool, res *Pro
 	var set cpuset.Set
 	switch pin {
 	case PinCPU:
-		set = cpuset.Of(target.cpu)
+		set = cpuset.Of(cpu)
 	case PinNode:
-		if n, ok := r.rt.topo.Node(target.node); ok && !n.Usable.IsEmpty() {
+		if n, ok := topo.Node(node); ok && !n.Usable.IsEmpty() {
 			set = n.Usable
 		} else {
-			set = cpuset.Of(target.cpu)
+			set = cpuset.Of(cpu)
 		}
 	case PinNone:
 		return c.Start()
 	}
 	res.Affinity = set
-	if pin == PinCPU && x.w.cpu == target.cpu {
-		return c.Start()
+	if pin == PinCPU && x.CPU() == cpu {
+		return c.Start() // pin is not PinNone, so x's thread is pinned (Pinned)
 	}
 	return affinity.StartPinned(c, set)
 }

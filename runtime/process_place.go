@@ -3,20 +3,16 @@ package runtime
 import "github.com/numasteal/numasteal/balance"
 
 // pickCPU is the placement of a process task, decided at fork time by the
-// worker x that runs the fork: the runtime's balancing policy places it
+// task x that runs the fork: the runtime's balancing policy places it
 // (balance.PlaceExec; for Hierarchical the find_idlest_cpu walk from x's
 // CPU), seeing as each CPU's load the processes this runner runs there
-// plus the Go tasks queued on its worker. It returns a worker id.
+// plus the Go tasks queued on its worker. It returns a worker's CPU.
 //
-// The runtime's own PlaceCPU sees only Go tasks: a CPU busy with a
-// compiler whose worker is parked looks idle to it, so every process would
-// land where the fork ran. Hence the runner's own Load.
+// The runtime's own Load sees only Go tasks: a CPU busy with a compiler
+// whose worker is parked looks idle to it, so every process would land
+// where the fork ran. Hence the runner's own Load.
 func (r *ProcessRunner) pickCPU(x *Ctx) int {
-	cpu := r.rt.pol.bal.Place(x.w.cpu, balance.PlaceExec, (*processLoad)(r))
-	if w := r.rt.workerOn(cpu); w != nil {
-		return w.id
-	}
-	return x.w.id
+	return r.rt.Place(x.CPU(), balance.PlaceExec, (*processLoad)(r))
 }
 
 // processLoad is the balance.Load of process placement: per CPU, the
@@ -26,14 +22,10 @@ type processLoad ProcessRunner
 // Queued counts what waits on cpu besides the one thing it runs: all its
 // processes but one, and its worker's queued Go tasks.
 func (l *processLoad) Queued(cpu int) int {
-	w := l.rt.workerOn(cpu)
-	if w == nil {
-		return 0
-	}
-	q := l.rt.load().Queued(cpu)
-	if n := int(l.running[w.id].Load()); n > 0 {
+	q := l.goLoad.Queued(cpu)
+	if n := int((*ProcessRunner)(l).processesOn(cpu)); n > 0 {
 		q += n
-		if !l.rt.load().Running(cpu) {
+		if !l.goLoad.Running(cpu) {
 			q-- // one process is what cpu runs
 		}
 	}
@@ -42,9 +34,13 @@ func (l *processLoad) Queued(cpu int) int {
 
 // Running reports whether cpu runs a process of the runner or a Go task.
 func (l *processLoad) Running(cpu int) bool {
-	w := l.rt.workerOn(cpu)
-	if w == nil {
-		return false
+	return (*ProcessRunner)(l).processesOn(cpu) > 0 || l.goLoad.Running(cpu)
+}
+
+// processesOn returns the number of the runner's processes running on cpu.
+func (r *ProcessRunner) processesOn(cpu int) int32 {
+	if cpu < 0 || cpu >= len(r.running) {
+		return 0
 	}
-	return l.running[w.id].Load() > 0 || l.rt.load().Running(cpu)
+	return r.running[cpu].Load()
 }

@@ -203,6 +203,12 @@ func selectCPUs(topo *topology.Topology, cfg Config) ([]int, error) {
 // Workers returns the number of workers.
 func (rt *Runtime) Workers() int { return len(rt.workers) }
 
+// Pinned reports whether each worker's thread is confined to its one CPU
+// (Ctx.CPU) from New until Close. It is false with Config.NoPin and on a
+// topology that is not the live machine, where the workers only stand for
+// their CPUs; work started from a task must then not be pinned to them.
+func (rt *Runtime) Pinned() bool { return !rt.cfg.NoPin }
+
 // Topology returns the topology the runtime runs on.
 func (rt *Runtime) Topology() *topology.Topology { return rt.topo }
 
@@ -244,22 +250,22 @@ func (rt *Runtime) inject(t *Task) {
 
 // place runs the placement hook, else the policy's placement.
 func (rt *Runtime) place() *worker {
-	info := PlaceInfo{Seq: rt.seq.Add(1), rt: rt}
-	info.FromCPU, info.FromNode = rt.callerCPU()
+	from, node := rt.callerCPU()
 	if p := rt.cfg.Placement; p != nil {
+		info := PlaceInfo{FromCPU: from, FromNode: node, Seq: rt.seq.Add(1), rt: rt}
 		if id := p(&info); id >= 0 && id < len(rt.workers) {
 			return rt.workers[id]
 		}
 		return rt.workers[DefaultPlacement(&info)]
 	}
-	return rt.byCPU[rt.placeFrom(info.FromCPU, balance.PlaceFork, info.Seq)]
+	return rt.byCPU[rt.placeFrom(from, balance.PlaceFork, rt.load())]
 }
 
 // DefaultPlacement is the round-robin placement: the submitting
 // goroutine's node, round-robin over its workers; round-robin over all
 // workers when that node has none or the CPU is unknown. It is the fallback
 // when a Config.Placement hook answers out of range; with no hook the
-// runtime uses its balancing policy's placement (PlaceCPU) instead.
+// runtime uses its balancing policy's placement (Place) instead.
 func DefaultPlacement(p *PlaceInfo) int {
 	rt := p.rt
 	if ws := rt.byNode[p.FromNode]; p.FromNode >= 0 && len(ws) > 0 {
