@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
 )
 
@@ -20,7 +21,7 @@ import (
 // each run a script of short commands found on every Debian machine, over
 // and over, for a fixed time; throughput is finished scripts per hour. The
 // numasteal contender runs every command as a process task of the runtime
-// (runtime.ProcessRunner: placed at fork, pinned, reaped without spinning);
+// (proc.Runner: placed at fork, pinned, reaped without spinning);
 // the baseline runs the same commands from plain goroutines with os/exec,
 // no placement. Contenders alternate point by point.
 
@@ -45,7 +46,7 @@ type SDETOptions struct {
 	Duration time.Duration
 	// Reps is the number of repetitions; 0 means 3.
 	Reps int
-	// Slots is the ProcessRunner's slots: 0 means one per worker (the
+	// Slots is the proc.Runner's slots: 0 means one per worker (the
 	// runtime's default), -1 one per script (N).
 	Slots int
 	// Dir is the scratch directory; "" means a temporary one.
@@ -174,13 +175,13 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 // sdetNumasteal measures n scripts whose commands run as process tasks of
 // rt, through a runner with the given slots (0: one per worker).
 func sdetNumasteal(ctx context.Context, rt *runtime.Runtime, slots, n int, d time.Duration, dirs []string) (float64, error) {
-	pr, err := runtime.NewProcessRunner(rt, runtime.ProcessConfig{Slots: slots})
+	pr, err := proc.NewRunner(rt, proc.Config{Slots: slots})
 	if err != nil {
 		return 0, fmt.Errorf("bench: sdet: %w", err)
 	}
 	defer pr.Close()
 	return sdetMeasure(ctx, n, d, dirs, func(ctx context.Context, args []string, dir string) error {
-		r := pr.Run(ctx, runtime.Command{Args: args, Dir: dir})
+		r := pr.Run(ctx, proc.Command{Args: args, Dir: dir})
 		defer r.Close()
 		if !r.Success() {
 			return fmt.Errorf("bench: sdet: %s: %s: %v", strings.Join(args, " "), r.Outcome, r.Err)

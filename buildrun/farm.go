@@ -12,6 +12,7 @@ import (
 
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/farm"
+	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
 )
 
@@ -72,15 +73,15 @@ const distccErrMin, distccErrMax = 100, 127
 type farmExec struct {
 	opts    FarmOptions
 	timeout time.Duration
-	remote  *runtime.ProcessRunner
+	remote  *proc.Runner
 	trace   *buildgraph.TraceWriter
 	dir     string // this run's directory of preprocessed files
 	seq     atomic.Int64
-	ran     sync.Map // *runtime.ProcessResult → true for results that ran remotely
+	ran     sync.Map // *proc.Result → true for results that ran remotely
 }
 
 // newFarmExec returns nil, nil without a farm.
-func newFarmExec(rt *runtime.Runtime, opts Options, pcfg runtime.ProcessConfig) (*farmExec, error) {
+func newFarmExec(rt *runtime.Runtime, opts Options, pcfg proc.Config) (*farmExec, error) {
 	if opts.Farm == nil || opts.Farm.Farm == nil {
 		return nil, nil
 	}
@@ -100,9 +101,9 @@ func newFarmExec(rt *runtime.Runtime, opts Options, pcfg runtime.ProcessConfig) 
 		return nil, fmt.Errorf("buildrun: farm: %w", err)
 	}
 	x.dir = dir
-	rcfg := runtime.ProcessConfig{Slots: fo.Farm.Slots(), Pin: runtime.PinNone, Grace: pcfg.Grace,
+	rcfg := proc.Config{Slots: fo.Farm.Slots(), Pin: proc.PinNone, Grace: pcfg.Grace,
 		OutputLimit: pcfg.OutputLimit, SpillDir: pcfg.SpillDir, Subreaper: pcfg.Subreaper}
-	if x.remote, err = runtime.NewProcessRunner(rt, rcfg); err != nil {
+	if x.remote, err = proc.NewRunner(rt, rcfg); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("buildrun: farm: %w", err)
 	}
@@ -120,7 +121,7 @@ func (x *farmExec) close() {
 
 // ranRemote reports whether res is a task's result that ran on the farm
 // (its trace spans are written here, not on a CPU track).
-func (x *farmExec) ranRemote(res *runtime.ProcessResult) bool {
+func (x *farmExec) ranRemote(res *proc.Result) bool {
 	if x == nil {
 		return false
 	}
@@ -151,7 +152,7 @@ func compileOf(t *buildgraph.Task) (farm.Compile, bool) {
 // taken and a host has a free one: it starts the local preprocessing now
 // and the rest in a goroutine counted in wg, which reports to b.finish.
 // It returns false when t is to run locally as usual.
-func (x *farmExec) try(ctx context.Context, b *build, t *buildgraph.Task, cmd runtime.Command, wg *sync.WaitGroup) bool {
+func (x *farmExec) try(ctx context.Context, b *build, t *buildgraph.Task, cmd proc.Command, wg *sync.WaitGroup) bool {
 	c, ok := compileOf(t)
 	if !ok || b.runner.SlotsUsed() < b.runner.Slots() {
 		return false
@@ -174,8 +175,8 @@ func (x *farmExec) try(ctx context.Context, b *build, t *buildgraph.Task, cmd ru
 
 // run waits for the preprocessing, compiles remotely and falls back to a
 // local run of cmd when the remote step fails.
-func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm.Compile, cmd runtime.Command,
-	lease farm.Lease, pp *runtime.Process, pre string) *runtime.ProcessResult {
+func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm.Compile, cmd proc.Command,
+	lease farm.Lease, pp *proc.Process, pre string) *proc.Result {
 	defer os.Remove(pre)
 	pres := pp.Wait()
 	if !pres.Success() {
@@ -229,7 +230,7 @@ func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm
 }
 
 // remoteError describes a failed remote step.
-func remoteError(l farm.Lease, r *runtime.ProcessResult) error {
+func remoteError(l farm.Lease, r *proc.Result) error {
 	err := r.Err
 	if err == nil {
 		err = errors.New("failed")
@@ -245,7 +246,7 @@ func remoteError(l farm.Lease, r *runtime.ProcessResult) error {
 
 // traceSpans records a farm task: its preprocessing on the local CPU's
 // track, the remote step on the host's track.
-func (x *farmExec) traceSpans(t *buildgraph.Task, l farm.Lease, pres, rres *runtime.ProcessResult, how string) {
+func (x *farmExec) traceSpans(t *buildgraph.Task, l farm.Lease, pres, rres *proc.Result, how string) {
 	if x.trace == nil {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
 )
 
@@ -37,7 +38,7 @@ type Options struct {
 	Trace *buildgraph.TraceWriter
 	// Process configures the runner (pinning, grace period, output limit,
 	// subreaper); its Slots is ignored (see Slots above).
-	Process runtime.ProcessConfig
+	Process proc.Config
 	// Progress, when not nil, is called after each task ends and, with
 	// ProgressEvery, periodically; never concurrently.
 	Progress func(Status)
@@ -68,7 +69,7 @@ type TaskResult struct {
 	buildgraph.Result
 	// Proc is how its process ended; nil when it never started (Skipped,
 	// NotRun, Canceled before its turn).
-	Proc *runtime.ProcessResult
+	Proc *proc.Result
 }
 
 // Report is the outcome of a whole run.
@@ -135,7 +136,7 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	if pcfg.Slots <= 0 {
 		pcfg.Slots = rt.Workers()
 	}
-	runner, err := runtime.NewProcessRunner(rt, pcfg)
+	runner, err := proc.NewRunner(rt, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("buildrun: %w", err)
 	}
@@ -153,7 +154,7 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 		sched:  sched,
 		runner: runner,
 		start:  time.Now(),
-		procs:  make(map[*buildgraph.Task]*runtime.ProcessResult, len(g.Tasks)),
+		procs:  make(map[*buildgraph.Task]*proc.Result, len(g.Tasks)),
 		farm:   fx,
 	}
 	b.report.Start, b.report.Slots = b.start, pcfg.Slots
@@ -196,19 +197,19 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 type build struct {
 	opts   Options
 	sched  *buildgraph.Scheduler
-	runner *runtime.ProcessRunner
+	runner *proc.Runner
 	start  time.Time
 	farm   *farmExec // nil without a farm
 
 	mu        sync.Mutex // guards the fields below and serialises Progress
-	procs     map[*buildgraph.Task]*runtime.ProcessResult
+	procs     map[*buildgraph.Task]*proc.Result
 	report    Report
 	doneWall  time.Duration // summed wall time of finished tasks, for the ETA
 	doneTasks int
 }
 
 // finish records a task's process result and reports it to the scheduler.
-func (b *build) finish(t *buildgraph.Task, res *runtime.ProcessResult) {
+func (b *build) finish(t *buildgraph.Task, res *proc.Result) {
 	var o buildgraph.Outcome
 	switch res.Outcome {
 	case runtime.Succeeded:
@@ -294,7 +295,7 @@ func (b *build) statusLocked(last *TaskResult) Status {
 }
 
 // command turns a task into the runner's Command.
-func command(t *buildgraph.Task, environ []string, timeout time.Duration) runtime.Command {
+func command(t *buildgraph.Task, environ []string, timeout time.Duration) proc.Command {
 	args := t.Cmd
 	if args == nil {
 		args = []string{"/bin/sh", "-c", t.Shell}
@@ -306,5 +307,5 @@ func command(t *buildgraph.Task, environ []string, timeout time.Duration) runtim
 			env = append(env, k+"="+t.Env[k]) // exec keeps the last of duplicates
 		}
 	}
-	return runtime.Command{Args: args, Dir: t.Cwd, Env: env, Slots: t.Slots(), Timeout: timeout}
+	return proc.Command{Args: args, Dir: t.Cwd, Env: env, Slots: t.Slots(), Timeout: timeout}
 }

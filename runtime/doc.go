@@ -24,15 +24,14 @@
 // with an error, panicked (the panic is recovered, the worker survives and the
 // group's error carries the value and stack) or was canceled before it started.
 //
-// External processes (compilers, linkers) run as process tasks through a
-// ProcessRunner: placed at fork/exec time by the balancing policy, started
-// with that CPU (or node) as their affinity, holding a slot while they run,
-// waited for by a plain goroutine so no worker thread blocks.
+// The runtime runs Go functions only. External processes run as placed,
+// admitted tasks through package proc, built on Runtime.Place, Runtime.Load
+// and Runtime.Pinned.
 //
 // The file layout follows the concerns: internal/deque (local run queue),
 // worker.go (the worker loop), park.go (idle, spinning and wake-up),
 // group.go, join.go and jobs.go (fork-join), task.go and ctx.go (tasks and
 // their context), inbox.go (injection), policy.go (the balancer's hooks),
-// process*.go (process tasks), counters.go and counter.go (statistics),
+// counters.go and counter.go (statistics),
 // runtime.go and config.go (life cycle).
 package runtime

@@ -13,6 +13,7 @@ import (
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/buildrun"
+	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
 )
 
@@ -84,7 +85,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad(err)
 	}
-	pin, err := runtime.ParsePinMode(f.pin)
+	pin, err := proc.ParsePinMode(f.pin)
 	if err != nil {
 		return bad(err)
 	}
@@ -141,7 +142,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Timeout:       f.timeout,
 		History:       hist,
 		Trace:         trace,
-		Process:       js.process(runtime.ProcessConfig{Pin: pin, Subreaper: true}),
+		Process:       js.process(proc.Config{Pin: pin, Subreaper: true}),
 		Progress:      disp.update,
 		ProgressEvery: disp.every(),
 		Farm:          rf.options(),

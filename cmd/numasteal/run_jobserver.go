@@ -11,7 +11,7 @@ import (
 
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/jobserver"
-	"github.com/numasteal/numasteal/runtime"
+	"github.com/numasteal/numasteal/proc"
 )
 
 // The GNU make jobserver side of "numasteal run" (package jobserver).
@@ -33,7 +33,7 @@ import (
 //     make or numasteal children they run share N slots.
 //
 // Either way every task's child gets the jobserver through MAKEFLAGS and
-// inherited descriptors (ProcessConfig.Prepare): the task's slot is the
+// inherited descriptors (proc.Config.Prepare): the task's slot is the
 // child's implicit one.
 //
 // Token recovery (server mode): a child killed while it holds tokens never
@@ -132,7 +132,7 @@ func clientSlots(jobs int, g *buildgraph.Graph) int {
 
 // process returns cfg with the jobserver hooks set: Admit takes the task's
 // slot from the jobserver, Prepare exports the jobserver to the child.
-func (j *runJobserver) process(cfg runtime.ProcessConfig) runtime.ProcessConfig {
+func (j *runJobserver) process(cfg proc.Config) proc.Config {
 	if j == nil {
 		return cfg
 	}

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"context"
@@ -13,37 +13,9 @@ import (
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/runtime"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
-
-// Process tasks: external commands run as tasks of a Runtime.
-//
-// The life of one (ProcessRunner.Start):
-//
-//  1. Admission. The request queues for its slots (slotSem) in the order
-//     Start was called. Slots bound how many processes run at once; they
-//     are not workers, so a worker never sits blocked on a child.
-//  2. Fork. Once it has its slots, a Go task injected into the runtime
-//     picks the CPU at that moment (pickCPU: the runtime's balancing policy,
-//     balance.PlaceExec, seeing the runner's processes as load), and forks
-//     and execs the command confined to that CPU (or its node) from its
-//     first instruction: directly from the worker thread when the worker is
-//     pinned to exactly that CPU, else through affinity.StartPlaced. The
-//     child gets a process group of its own. The worker then goes back to
-//     other Go tasks.
-//  3. Wait. A plain goroutine, not a worker, waits for the child in
-//     waitid(2) (blocked in the kernel, burning no CPU), while a second one
-//     watches the context and the timeout: on either it sends SIGTERM to
-//     the whole group and, after Grace, SIGKILL.
-//  4. Clean-up. When the command exits, the rest of its group gets
-//     SIGKILL (background jobs and grandchildren never outlive their
-//     task), the command is reaped, its orphans are reaped (with
-//     Subreaper), and only then are the slots released and the result
-//     delivered. Every Start yields exactly one ProcessResult.
-//
-// ProcessConfig's Admit, Prepare and Reaped hooks let a GNU make jobserver
-// (package jobserver) take a token before the fork, hand its descriptors
-// to the child, and count tokens back after the reap.
 
 // PinMode says what affinity a process task's child starts with.
 type PinMode uint8
@@ -61,8 +33,8 @@ const (
 	// the kernel may still balance it inside the node.
 	PinNode
 	// PinNone leaves the child with this process's affinity. It is implied
-	// when the runtime's workers are not pinned (Config.NoPin, a virtual
-	// topology).
+	// when the runtime's workers are not pinned (Runtime.Pinned is false:
+	// runtime.Config.NoPin, a virtual topology).
 	PinNone
 )
 
@@ -86,11 +58,11 @@ func ParsePinMode(s string) (PinMode, error) {
 			return m, nil
 		}
 	}
-	return PinCPU, fmt.Errorf("runtime: unknown pin mode %q (want cpu, node or none)", s)
+	return PinCPU, fmt.Errorf("proc: unknown pin mode %q (want cpu, node or none)", s)
 }
 
-// ProcessConfig configures a ProcessRunner. The zero value is valid.
-type ProcessConfig struct {
+// Config configures a Runner. The zero value is valid.
+type Config struct {
 	// Slots is how many slots running processes hold together at most; 0
 	// means one per worker.
 	Slots int
@@ -115,8 +87,8 @@ type ProcessConfig struct {
 	// Admit, when not nil, is a further admission gate, passed after the
 	// runner's own slots and before the fork: a GNU make jobserver token,
 	// say. release is called once the task's process group is gone. An
-	// error ends the task without running it: Canceled when ctx is done,
-	// else Failed with that error.
+	// error ends the task without running it: runtime.Canceled when ctx is
+	// done, else runtime.Failed with that error.
 	Admit func(ctx context.Context) (release func(), err error)
 	// Prepare, when not nil, is called with each command's exec.Cmd on the
 	// forking worker just before the fork, to add descriptors (ExtraFiles)
@@ -146,13 +118,13 @@ type Command struct {
 }
 
 // ErrTimeout is the cause of a process task killed by Command.Timeout.
-var ErrTimeout = errors.New("runtime: process timed out")
+var ErrTimeout = errors.New("proc: process timed out")
 
-// ProcessRunner runs external commands as tasks of a Runtime. It is safe
+// Runner runs external commands as tasks of a runtime.Runtime. It is safe
 // for concurrent use. Close it before closing the Runtime.
-type ProcessRunner struct {
-	rt    *Runtime
-	cfg   ProcessConfig
+type Runner struct {
+	rt    *runtime.Runtime
+	cfg   Config
 	slots *slotSem
 	pin   PinMode
 
@@ -169,9 +141,9 @@ type ProcessRunner struct {
 	closed bool       // guarded by mu
 }
 
-// NewProcessRunner returns a runner whose fork tasks run on rt's workers.
+// NewRunner returns a runner whose fork tasks run on rt's workers.
 // It fails only when cfg.Subreaper is set and the prctl fails.
-func NewProcessRunner(rt *Runtime, cfg ProcessConfig) (*ProcessRunner, error) {
+func NewRunner(rt *runtime.Runtime, cfg Config) (*Runner, error) {
 	if cfg.Slots <= 0 {
 		cfg.Slots = rt.Workers()
 	}
@@ -183,14 +155,14 @@ func NewProcessRunner(rt *Runtime, cfg ProcessConfig) (*ProcessRunner, error) {
 	}
 	if cfg.Subreaper {
 		if err := setSubreaper(); err != nil {
-			return nil, fmt.Errorf("runtime: PR_SET_CHILD_SUBREAPER: %w", err)
+			return nil, fmt.Errorf("proc: PR_SET_CHILD_SUBREAPER: %w", err)
 		}
 	}
 	pin := cfg.Pin
 	if !rt.Pinned() {
 		pin = PinNone
 	}
-	r := &ProcessRunner{
+	r := &Runner{
 		rt:      rt,
 		cfg:     cfg,
 		slots:   newSlotSem(cfg.Slots),
@@ -203,16 +175,16 @@ func NewProcessRunner(rt *Runtime, cfg ProcessConfig) (*ProcessRunner, error) {
 }
 
 // Slots returns the runner's number of slots.
-func (r *ProcessRunner) Slots() int { return r.cfg.Slots }
+func (r *Runner) Slots() int { return r.cfg.Slots }
 
 // SlotsUsed returns the slots held by running processes now (and by those
 // about to fork).
-func (r *ProcessRunner) SlotsUsed() int { return r.slots.used() }
+func (r *Runner) SlotsUsed() int { return r.slots.used() }
 
-// Process is a process task started by ProcessRunner.Start.
+// Process is a process task started by Runner.Start.
 type Process struct {
 	done   chan struct{}
-	result *ProcessResult
+	result *Result
 	pid    atomic.Int64 // 0 until the command has started
 }
 
@@ -231,7 +203,7 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Wait blocks until the task has ended — the command exited or was
 // killed, its process group is gone and its slots are free, or it never
 // started — and returns its result.
-func (p *Process) Wait() *ProcessResult {
+func (p *Process) Wait() *Result {
 	<-p.done
 	return p.result
 }
@@ -239,11 +211,11 @@ func (p *Process) Wait() *ProcessResult {
 // Start queues cmd for its slots now (so calls start in call order), and
 // returns at once; the command forks once its slots are free. When ctx is
 // done first, or the runner or the runtime closes, the task reports
-// Canceled without running; when ctx is done while it runs, its process
-// group is killed and it reports Canceled.
-func (r *ProcessRunner) Start(ctx context.Context, cmd Command) *Process {
+// runtime.Canceled without running; when ctx is done while it runs, its
+// process group is killed and it reports runtime.Canceled.
+func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 	p := &Process{done: make(chan struct{})}
-	res := &ProcessResult{
+	res := &Result{
 		Args: cmd.Args, CPU: -1, Worker: -1, Pid: -1, ExitCode: -1,
 		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir),
 		Stderr: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir),
@@ -252,7 +224,7 @@ func (r *ProcessRunner) Start(ctx context.Context, cmd Command) *Process {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		res.Outcome, res.Err = Canceled, ErrClosed
+		res.Outcome, res.Err = runtime.Canceled, runtime.ErrClosed
 		res.Stdout.seal()
 		res.Stderr.seal()
 		close(p.done)
@@ -267,15 +239,15 @@ func (r *ProcessRunner) Start(ctx context.Context, cmd Command) *Process {
 }
 
 // Run is Start followed by Wait.
-func (r *ProcessRunner) Run(ctx context.Context, cmd Command) *ProcessResult {
+func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
 	return r.Start(ctx, cmd).Wait()
 }
 
 // Close kills every running process group (SIGTERM, then SIGKILL after
-// Grace), makes queued and later Starts report Canceled with ErrClosed, and
-// returns once every result has been delivered. Calling it again does
-// nothing.
-func (r *ProcessRunner) Close() error {
+// Grace), makes queued and later Starts report runtime.Canceled with
+// runtime.ErrClosed, and returns once every result has been delivered.
+// Calling it again does nothing.
+func (r *Runner) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
@@ -285,7 +257,7 @@ func (r *ProcessRunner) Close() error {
 }
 
 // run is the goroutine of one process task: admission, fork, wait.
-func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *Process) {
+func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *Process) {
 	defer r.wg.Done()
 	defer close(p.done)
 	res := p.result
@@ -295,13 +267,13 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 	// The task's context: the caller's, canceled also by Close.
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(r.ctx, func() { cancel(ErrClosed) })
+	stop := context.AfterFunc(r.ctx, func() { cancel(runtime.ErrClosed) })
 	defer stop()
 
 	if err := r.slots.wait(tctx, w); err != nil {
-		res.Outcome, res.Err = Canceled, context.Cause(tctx)
+		res.Outcome, res.Err = runtime.Canceled, context.Cause(tctx)
 		if r.ctx.Err() != nil {
-			res.Err = ErrClosed
+			res.Err = runtime.ErrClosed
 		}
 		return
 	}
@@ -310,15 +282,15 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 	// queued one: Close cancels r.ctx before it kills anything, but the
 	// AfterFunc above cancels tctx from another goroutine, possibly later.
 	if r.ctx.Err() != nil {
-		res.Outcome, res.Err = Canceled, ErrClosed
+		res.Outcome, res.Err = runtime.Canceled, runtime.ErrClosed
 		return
 	}
 	if r.cfg.Admit != nil {
 		release, err := r.cfg.Admit(tctx)
 		if err != nil {
-			res.Outcome, res.Err = Failed, err
+			res.Outcome, res.Err = runtime.Failed, err
 			if tctx.Err() != nil {
-				res.Outcome, res.Err = Canceled, context.Cause(tctx)
+				res.Outcome, res.Err = runtime.Canceled, context.Cause(tctx)
 			}
 			return
 		}
@@ -334,7 +306,7 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 		start time.Time
 	)
 	g := r.rt.Group(tctx)
-	g.Go(func(x *Ctx) error {
+	g.Go(func(x *runtime.Ctx) error {
 		fctx = x.Context()
 		if err := fctx.Err(); err != nil {
 			return context.Cause(fctx)
@@ -346,7 +318,7 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 		start = time.Now()
 		if r.cfg.Prepare != nil {
 			if err := r.cfg.Prepare(c); err != nil {
-				res.Err = fmt.Errorf("runtime: preparing %s: %w", commandName(cmd.Args), err)
+				res.Err = fmt.Errorf("proc: preparing %s: %w", commandName(cmd.Args), err)
 				return nil
 			}
 		}
@@ -358,13 +330,13 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 		if err == nil {
 			err = context.Canceled
 		}
-		res.Outcome, res.Err = Canceled, err
+		res.Outcome, res.Err = runtime.Canceled, err
 		return
 	}
 	defer r.running[cpu].Add(-1)
 	if res.Err != nil {
 		// The program could not be started: the task's failure.
-		res.Outcome = Failed
+		res.Outcome = runtime.Failed
 		res.Start, res.End = start, time.Now()
 		return
 	}
@@ -381,10 +353,10 @@ func (r *ProcessRunner) run(ctx context.Context, cmd Command, n int, w *slotWait
 }
 
 // command builds the exec.Cmd for cmd, writing into res's outputs.
-func (r *ProcessRunner) command(cmd Command, res *ProcessResult) *exec.Cmd {
+func (r *Runner) command(cmd Command, res *Result) *exec.Cmd {
 	var c *exec.Cmd
 	if len(cmd.Args) == 0 {
-		c = &exec.Cmd{Err: errors.New("runtime: empty command")}
+		c = &exec.Cmd{Err: errors.New("proc: empty command")}
 	} else {
 		c = exec.Command(cmd.Args[0], cmd.Args[1:]...)
 	}
@@ -402,7 +374,7 @@ func (r *ProcessRunner) command(cmd Command, res *ProcessResult) *exec.Cmd {
 // PinCPU into the node's CPUs. The worker thread itself forks when it is
 // pinned to exactly that CPU: the child inherits the thread's mask, as
 // affinity.StartPinned arranges on a fresh thread otherwise.
-func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, cpu int, shared bool, res *ProcessResult) error {
+func (r *Runner) fork(x *runtime.Ctx, c *exec.Cmd, cpu int, shared bool, res *Result) error {
 	topo := r.rt.Topology()
 	node := topo.NodeOf(cpu)
 	res.Worker, res.CPU, res.Node = x.Worker(), cpu, node
@@ -432,7 +404,7 @@ func (r *ProcessRunner) fork(x *Ctx, c *exec.Cmd, cpu int, shared bool, res *Pro
 
 // wait waits for the started command c, kills its group on cancellation,
 // timeout or exit, reaps everything, and fills res.
-func (r *ProcessRunner) wait(ctx context.Context, cmd Command, c *exec.Cmd, res *ProcessResult) {
+func (r *Runner) wait(ctx context.Context, cmd Command, c *exec.Cmd, res *Result) {
 	pid := c.Process.Pid // the group id too (Setpgid)
 	exited := make(chan struct{})
 	go func() {

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"context"
@@ -12,16 +12,43 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/numasteal/numasteal/runtime"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newTestRuntime starts a runtime on the live machine and closes it when
+// the test ends (after the runners made later, which close first).
+func newTestRuntime(t testing.TB, cfg runtime.Config) *runtime.Runtime {
+	t.Helper()
+	rt, err := runtime.New(cfg)
+	if err != nil {
+		t.Fatalf("runtime.New: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// cpuTime returns the CPU time this process has used.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // newTestRunner starts a runner on rt (as a subreaper, so the tests can
 // demand that no orphan is left anywhere) and closes it when the test ends.
-func newTestRunner(t testing.TB, rt *Runtime, cfg ProcessConfig) *ProcessRunner {
+func newTestRunner(t testing.TB, rt *runtime.Runtime, cfg Config) *Runner {
 	t.Helper()
 	cfg.Subreaper = true
-	r, err := NewProcessRunner(rt, cfg)
+	r, err := NewRunner(rt, cfg)
 	if err != nil {
-		t.Fatalf("NewProcessRunner: %v", err)
+		t.Fatalf("NewRunner: %v", err)
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
@@ -90,8 +117,8 @@ func requireNoProcesses(t *testing.T, pgids ...int) {
 func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
 
 func TestProcessFaultMatrix(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{Grace: 300 * time.Millisecond})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{Grace: 300 * time.Millisecond})
 	dir := t.TempDir()
 	noExec := filepath.Join(dir, "noexec")
 	if err := os.WriteFile(noExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
@@ -101,7 +128,7 @@ func TestProcessFaultMatrix(t *testing.T) {
 	tests := []struct {
 		name    string
 		cmd     Command
-		outcome Outcome
+		outcome runtime.Outcome
 		exit    int
 		signal  syscall.Signal
 		timeout bool
@@ -110,17 +137,17 @@ func TestProcessFaultMatrix(t *testing.T) {
 		stderr  string
 		started bool
 	}{
-		{name: "success", cmd: Command{Args: sh("echo out; echo err >&2")}, outcome: Succeeded, stdout: "out\n", stderr: "err\n", started: true},
-		{name: "exit status", cmd: Command{Args: sh("echo bad >&2; exit 3")}, outcome: Failed, exit: 3, stderr: "bad\n", started: true},
-		{name: "killed by signal", cmd: Command{Args: sh("kill -KILL $$")}, outcome: Failed, exit: -1, signal: syscall.SIGKILL, started: true},
-		{name: "missing binary", cmd: Command{Args: []string{"numasteal-no-such-program"}}, outcome: Failed, exit: -1, errIs: exec.ErrNotFound},
-		{name: "missing absolute path", cmd: Command{Args: []string{filepath.Join(dir, "absent")}}, outcome: Failed, exit: -1, errIs: os.ErrNotExist},
-		{name: "not executable", cmd: Command{Args: []string{noExec}}, outcome: Failed, exit: -1, errIs: os.ErrPermission},
-		{name: "empty argv", cmd: Command{}, outcome: Failed, exit: -1},
-		{name: "timeout", cmd: Command{Args: []string{"sleep", "30"}, Timeout: 100 * time.Millisecond}, outcome: Failed, exit: -1, signal: syscall.SIGTERM, timeout: true, errIs: ErrTimeout, started: true},
-		{name: "timeout ignoring SIGTERM", cmd: Command{Args: sh(`trap "" TERM; sleep 30`), Timeout: 300 * time.Millisecond}, outcome: Failed, exit: -1, signal: syscall.SIGKILL, timeout: true, errIs: ErrTimeout, started: true},
-		{name: "background job outliving the command", cmd: Command{Args: sh("sleep 30 & echo hi")}, outcome: Succeeded, stdout: "hi\n", started: true},
-		{name: "working directory and environment", cmd: Command{Args: sh(`pwd; echo "$NS_X"`), Dir: dir, Env: []string{"NS_X=42"}}, outcome: Succeeded, stdout: dir + "\n42\n", started: true},
+		{name: "success", cmd: Command{Args: sh("echo out; echo err >&2")}, outcome: runtime.Succeeded, stdout: "out\n", stderr: "err\n", started: true},
+		{name: "exit status", cmd: Command{Args: sh("echo bad >&2; exit 3")}, outcome: runtime.Failed, exit: 3, stderr: "bad\n", started: true},
+		{name: "killed by signal", cmd: Command{Args: sh("kill -KILL $$")}, outcome: runtime.Failed, exit: -1, signal: syscall.SIGKILL, started: true},
+		{name: "missing binary", cmd: Command{Args: []string{"numasteal-no-such-program"}}, outcome: runtime.Failed, exit: -1, errIs: exec.ErrNotFound},
+		{name: "missing absolute path", cmd: Command{Args: []string{filepath.Join(dir, "absent")}}, outcome: runtime.Failed, exit: -1, errIs: os.ErrNotExist},
+		{name: "not executable", cmd: Command{Args: []string{noExec}}, outcome: runtime.Failed, exit: -1, errIs: os.ErrPermission},
+		{name: "empty argv", cmd: Command{}, outcome: runtime.Failed, exit: -1},
+		{name: "timeout", cmd: Command{Args: []string{"sleep", "30"}, Timeout: 100 * time.Millisecond}, outcome: runtime.Failed, exit: -1, signal: syscall.SIGTERM, timeout: true, errIs: ErrTimeout, started: true},
+		{name: "timeout ignoring SIGTERM", cmd: Command{Args: sh(`trap "" TERM; sleep 30`), Timeout: 300 * time.Millisecond}, outcome: runtime.Failed, exit: -1, signal: syscall.SIGKILL, timeout: true, errIs: ErrTimeout, started: true},
+		{name: "background job outliving the command", cmd: Command{Args: sh("sleep 30 & echo hi")}, outcome: runtime.Succeeded, stdout: "hi\n", started: true},
+		{name: "working directory and environment", cmd: Command{Args: sh(`pwd; echo "$NS_X"`), Dir: dir, Env: []string{"NS_X=42"}}, outcome: runtime.Succeeded, stdout: dir + "\n42\n", started: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,7 +156,7 @@ func TestProcessFaultMatrix(t *testing.T) {
 			if res.Outcome != tc.outcome {
 				t.Fatalf("outcome %v (err %v), want %v", res.Outcome, res.Err, tc.outcome)
 			}
-			if (res.Err == nil) != (tc.outcome == Succeeded) {
+			if (res.Err == nil) != (tc.outcome == runtime.Succeeded) {
 				t.Errorf("err %v with outcome %v", res.Err, res.Outcome)
 			}
 			if tc.errIs != nil && !errors.Is(res.Err, tc.errIs) {
@@ -145,10 +172,10 @@ func TestProcessFaultMatrix(t *testing.T) {
 			} else if res.Pid != -1 {
 				t.Errorf("pid %d for a command that never started", res.Pid)
 			}
-			if tc.outcome == Failed && tc.started {
-				var pe *ProcessError
+			if tc.outcome == runtime.Failed && tc.started {
+				var pe *ExitError
 				if !errors.As(res.Err, &pe) {
-					t.Errorf("err %T %v, want a *ProcessError", res.Err, res.Err)
+					t.Errorf("err %T %v, want a *ExitError", res.Err, res.Err)
 				}
 			}
 			out, _ := res.Stdout.Bytes()
@@ -177,11 +204,11 @@ func waitOutput(t *testing.T, p *Process) {
 }
 
 // A command that forks grandchildren (some in subshells, one ignoring
-// SIGTERM) is canceled mid-run: it reports Canceled, and nothing of its
+// SIGTERM) is canceled mid-run: it reports runtime.Canceled, and nothing of its
 // process group, and no zombie, is left.
 func TestProcessCancelKillsGrandchildren(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{Grace: 200 * time.Millisecond})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{Grace: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := r.Start(ctx, Command{Args: sh(`sleep 30 & (sleep 30; echo no) & (trap "" TERM; sleep 30) & sh -c 'sleep 30 & wait' & echo started; wait`)})
@@ -193,19 +220,19 @@ func TestProcessCancelKillsGrandchildren(t *testing.T) {
 	cancel()
 	res := p.Wait()
 	defer res.Close()
-	if res.Outcome != Canceled || !errors.Is(res.Err, context.Canceled) {
+	if res.Outcome != runtime.Canceled || !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("outcome %v err %v, want canceled", res.Outcome, res.Err)
 	}
 	requireNoProcesses(t, pid)
 }
 
 func TestProcessCanceledBeforeStart(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := r.Run(ctx, Command{Args: []string{"true"}})
-	if res.Outcome != Canceled || res.Pid != -1 || !errors.Is(res.Err, context.Canceled) {
+	if res.Outcome != runtime.Canceled || res.Pid != -1 || !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("outcome %v pid %d err %v, want canceled before start", res.Outcome, res.Pid, res.Err)
 	}
 }
@@ -213,10 +240,10 @@ func TestProcessCanceledBeforeStart(t *testing.T) {
 // The child and its own children start confined to the placed CPU (or its
 // node's CPUs).
 func TestProcessAffinity(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
+	rt := newTestRuntime(t, runtime.Config{})
 	for _, mode := range []PinMode{PinCPU, PinNode} {
 		t.Run(mode.String(), func(t *testing.T) {
-			r := newTestRunner(t, rt, ProcessConfig{Pin: mode})
+			r := newTestRunner(t, rt, Config{Pin: mode})
 			for range 2 * rt.Workers() {
 				res := r.Run(context.Background(), Command{Args: sh(`grep Cpus_allowed_list /proc/self/status; sh -c 'grep Cpus_allowed_list /proc/self/status'`)})
 				out, _ := res.Stdout.Bytes()
@@ -240,9 +267,9 @@ func TestProcessAffinity(t *testing.T) {
 // it has the CPU to itself: the processes placed on CPUs that already run
 // one get their node's CPUs, so the kernel can balance them.
 func TestProcessOversubscribedPinsToNode(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
+	rt := newTestRuntime(t, runtime.Config{})
 	n := rt.Workers()
-	r := newTestRunner(t, rt, ProcessConfig{Pin: PinCPU, Slots: 2 * n})
+	r := newTestRunner(t, rt, Config{Pin: PinCPU, Slots: 2 * n})
 	var ps []*Process
 	for range 2 * n {
 		// Long enough that all of them run at once.
@@ -281,8 +308,8 @@ func TestProcessOversubscribedPinsToNode(t *testing.T) {
 // Slots bound the processes alive at once, and queued requests start in
 // the order Start was called.
 func TestProcessSlotsBoundAndOrder(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{Slots: 2})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{Slots: 2})
 	var ps []*Process
 	for i := range 8 {
 		slots := 1
@@ -291,7 +318,7 @@ func TestProcessSlotsBoundAndOrder(t *testing.T) {
 		}
 		ps = append(ps, r.Start(context.Background(), Command{Args: sh("sleep 0.05"), Slots: slots}))
 	}
-	var rs []*ProcessResult
+	var rs []*Result
 	for _, p := range ps {
 		res := p.Wait()
 		res.Close()
@@ -326,8 +353,8 @@ func TestProcessSlotsBoundAndOrder(t *testing.T) {
 
 // Large output spills to a file, which Close removes.
 func TestProcessOutputSpills(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{OutputLimit: 1024, SpillDir: t.TempDir()})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{OutputLimit: 1024, SpillDir: t.TempDir()})
 	res := r.Run(context.Background(), Command{Args: sh("head -c 200000 /dev/zero; echo small >&2")})
 	if !res.Success() {
 		t.Fatalf("err %v", res.Err)
@@ -353,8 +380,8 @@ func TestProcessOutputSpills(t *testing.T) {
 }
 
 func TestProcessRusage(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{})
 	res := r.Run(context.Background(), Command{Args: sh(`i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done`)})
 	defer res.Close()
 	if !res.Success() {
@@ -368,8 +395,8 @@ func TestProcessRusage(t *testing.T) {
 // Processes holding every slot do not hold the workers: Go tasks still
 // run meanwhile, on a one-worker runtime, and the waiting costs no CPU.
 func TestProcessWaitDoesNotBlockWorkers(t *testing.T) {
-	rt := newTestRuntime(t, Config{Workers: 1})
-	r := newTestRunner(t, rt, ProcessConfig{Slots: 4})
+	rt := newTestRuntime(t, runtime.Config{Workers: 1})
+	r := newTestRunner(t, rt, Config{Slots: 4})
 	ctx, cancel := context.WithCancel(context.Background())
 	var ps []*Process
 	for range 4 {
@@ -379,15 +406,15 @@ func TestProcessWaitDoesNotBlockWorkers(t *testing.T) {
 		waitOutput(t, p)
 	}
 	ran := false
-	if err := rt.Go(context.Background(), func(*Ctx) error { ran = true; return nil }).Wait(); err != nil || !ran {
+	if err := rt.Go(context.Background(), func(*runtime.Ctx) error { ran = true; return nil }).Wait(); err != nil || !ran {
 		t.Fatalf("Go task: ran %v err %v", ran, err)
 	}
 	if used := r.SlotsUsed(); used != 4 {
 		t.Fatalf("slots used %d while 4 processes sleep", used)
 	}
 	// Waiting for them burns no CPU: the waits sit in waitid(2). The same
-	// allowance as TestIdleRuntimeUsesNoCPU, 4% of one CPU, for the test
-	// process's own noise.
+	// allowance as runtime's TestIdleRuntimeUsesNoCPU, 4% of one CPU, for
+	// the test process's own noise.
 	time.Sleep(50 * time.Millisecond)
 	before := cpuTime(t)
 	const idle = 500 * time.Millisecond
@@ -397,7 +424,7 @@ func TestProcessWaitDoesNotBlockWorkers(t *testing.T) {
 	}
 	cancel()
 	for _, p := range ps {
-		if res := p.Wait(); res.Outcome != Canceled {
+		if res := p.Wait(); res.Outcome != runtime.Canceled {
 			t.Errorf("outcome %v, want canceled", res.Outcome)
 		}
 	}
@@ -407,8 +434,8 @@ func TestProcessWaitDoesNotBlockWorkers(t *testing.T) {
 // Close under load: running and queued tasks each report exactly one
 // outcome, and nothing is left running.
 func TestProcessRunnerCloseUnderLoad(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{Slots: 2, Grace: 200 * time.Millisecond})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{Slots: 2, Grace: 200 * time.Millisecond})
 	var ps []*Process
 	for range 10 {
 		ps = append(ps, r.Start(context.Background(), Command{Args: sh("echo up; sleep 30")}))
@@ -423,14 +450,14 @@ func TestProcessRunnerCloseUnderLoad(t *testing.T) {
 			t.Fatalf("task %d has no result after Close", i)
 		}
 		res := p.Wait()
-		if res.Outcome != Canceled || !errors.Is(res.Err, ErrClosed) {
-			t.Errorf("task %d: outcome %v err %v, want canceled by ErrClosed", i, res.Outcome, res.Err)
+		if res.Outcome != runtime.Canceled || !errors.Is(res.Err, runtime.ErrClosed) {
+			t.Errorf("task %d: outcome %v err %v, want canceled by runtime.ErrClosed", i, res.Outcome, res.Err)
 		}
 		if (i < 2) != (res.Pid > 0) {
 			t.Errorf("task %d: pid %d", i, res.Pid)
 		}
 	}
-	if res := r.Run(context.Background(), Command{Args: []string{"true"}}); res.Outcome != Canceled {
+	if res := r.Run(context.Background(), Command{Args: []string{"true"}}); res.Outcome != runtime.Canceled {
 		t.Errorf("Run after Close: outcome %v", res.Outcome)
 	}
 	requireNoProcesses(t)
@@ -439,21 +466,21 @@ func TestProcessRunnerCloseUnderLoad(t *testing.T) {
 // Closing the runtime with Cancel kills the running processes too, and the
 // queued ones never start.
 func TestProcessRuntimeCloseCancel(t *testing.T) {
-	rt, err := New(Config{})
+	rt, err := runtime.New(runtime.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newTestRunner(t, rt, ProcessConfig{Slots: 2, Grace: 200 * time.Millisecond})
+	r := newTestRunner(t, rt, Config{Slots: 2, Grace: 200 * time.Millisecond})
 	var ps []*Process
 	for range 6 {
 		ps = append(ps, r.Start(context.Background(), Command{Args: sh("echo up; sleep 30")}))
 	}
 	waitOutput(t, ps[0])
 	waitOutput(t, ps[1])
-	rt.CloseWith(Cancel)
+	rt.CloseWith(runtime.Cancel)
 	for i, p := range ps {
 		res := p.Wait()
-		if res.Outcome != Canceled {
+		if res.Outcome != runtime.Canceled {
 			t.Errorf("task %d: outcome %v err %v, want canceled", i, res.Outcome, res.Err)
 		}
 	}
@@ -463,18 +490,18 @@ func TestProcessRuntimeCloseCancel(t *testing.T) {
 // Many short tasks of every kind, some canceled at random: each reports
 // exactly one outcome of the kind its command implies.
 func TestProcessEveryTaskOneOutcome(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
-	r := newTestRunner(t, rt, ProcessConfig{Grace: 100 * time.Millisecond})
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{Grace: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	kinds := []struct {
 		args []string
-		want Outcome
+		want runtime.Outcome
 	}{
-		{[]string{"true"}, Succeeded},
-		{[]string{"false"}, Failed},
-		{[]string{"numasteal-no-such-program"}, Failed},
-		{sh("kill -TERM $$"), Failed},
-		{sh("sleep 0.01 & exit 0"), Succeeded},
+		{[]string{"true"}, runtime.Succeeded},
+		{[]string{"false"}, runtime.Failed},
+		{[]string{"numasteal-no-such-program"}, runtime.Failed},
+		{sh("kill -TERM $$"), runtime.Failed},
+		{sh("sleep 0.01 & exit 0"), runtime.Succeeded},
 	}
 	const n = 60
 	var ps []*Process
@@ -486,17 +513,17 @@ func TestProcessEveryTaskOneOutcome(t *testing.T) {
 		ps = append(ps, r.Start(c, Command{Args: kinds[i%len(kinds)].args}))
 	}
 	cancel()
-	var counts [numOutcomes]int
+	counts := map[runtime.Outcome]int{}
 	for i, p := range ps {
 		res := p.Wait()
 		res.Close()
 		counts[res.Outcome]++
 		want := kinds[i%len(kinds)].want
-		if res.Outcome != want && !(i%7 == 3 && res.Outcome == Canceled) {
+		if res.Outcome != want && !(i%7 == 3 && res.Outcome == runtime.Canceled) {
 			t.Errorf("task %d (%v): outcome %v err %v, want %v", i, res.Args, res.Outcome, res.Err, want)
 		}
 	}
-	if total := counts[Succeeded] + counts[Failed] + counts[Canceled]; total != n || counts[Panicked] != 0 {
+	if total := counts[runtime.Succeeded] + counts[runtime.Failed] + counts[runtime.Canceled]; total != n || counts[runtime.Panicked] != 0 {
 		t.Fatalf("outcomes %v, want %d in all", counts, n)
 	}
 	requireNoProcesses(t)
@@ -505,10 +532,10 @@ func TestProcessEveryTaskOneOutcome(t *testing.T) {
 // Starts racing with Close, from many goroutines: every Start yields
 // exactly one result, canceled or not, and nothing is left running.
 func TestProcessStartRacesClose(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
+	rt := newTestRuntime(t, runtime.Config{})
 	for round := range 5 {
-		r := newTestRunner(t, rt, ProcessConfig{Grace: 50 * time.Millisecond})
-		results := make(chan *ProcessResult, 64)
+		r := newTestRunner(t, rt, Config{Grace: 50 * time.Millisecond})
+		results := make(chan *Result, 64)
 		done := make(chan struct{})
 		for g := range 8 {
 			go func() {
@@ -531,7 +558,7 @@ func TestProcessStartRacesClose(t *testing.T) {
 		n := 0
 		for res := range results {
 			n++
-			if res.Outcome != Succeeded && res.Outcome != Canceled {
+			if res.Outcome != runtime.Succeeded && res.Outcome != runtime.Canceled {
 				t.Errorf("round %d: outcome %v err %v", round, res.Outcome, res.Err)
 			}
 			res.Close()
@@ -546,10 +573,10 @@ func TestProcessStartRacesClose(t *testing.T) {
 // The Admit, Prepare and Reaped hooks (for a make jobserver) are called
 // once per task, in that order, and Prepare's changes reach the child.
 func TestProcessHooks(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
+	rt := newTestRuntime(t, runtime.Config{})
 	var mu sync.Mutex
 	admitted, released, prepared, reaped := 0, 0, 0, 0
-	r := newTestRunner(t, rt, ProcessConfig{
+	r := newTestRunner(t, rt, Config{
 		Admit: func(ctx context.Context) (func(), error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -603,11 +630,11 @@ func TestProcessHooks(t *testing.T) {
 // Concurrent processes spread over the CPUs: as many sleeping processes as
 // workers land on as many different CPUs (the policy sees the processes).
 func TestProcessPlacementSpreads(t *testing.T) {
-	rt := newTestRuntime(t, Config{})
+	rt := newTestRuntime(t, runtime.Config{})
 	if rt.Workers() < 2 {
 		t.Skip("one worker")
 	}
-	r := newTestRunner(t, rt, ProcessConfig{})
+	r := newTestRunner(t, rt, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var ps []*Process
 	for range rt.Workers() {

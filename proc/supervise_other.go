@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtime
+package proc
 
 import (
 	"errors"
@@ -13,5 +13,5 @@ import (
 func waitExited(pid int)                       {}
 func signalGroup(pgid int, sig syscall.Signal) {}
 func reapGroup(pgid int)                       {}
-func setSubreaper() error                      { return errors.New("runtime: Subreaper needs Linux") }
+func setSubreaper() error                      { return errors.New("proc: Subreaper needs Linux") }
 func processAttr() *syscall.SysProcAttr        { return nil }

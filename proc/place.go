@@ -1,6 +1,9 @@
-package runtime
+package proc
 
-import "github.com/numasteal/numasteal/balance"
+import (
+	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/runtime"
+)
 
 // pickCPU is the placement of a process task, decided at fork time by the
 // task x that runs the fork: the runtime's balancing policy places it
@@ -11,19 +14,19 @@ import "github.com/numasteal/numasteal/balance"
 // The runtime's own Load sees only Go tasks: a CPU busy with a compiler
 // whose worker is parked looks idle to it, so every process would land
 // where the fork ran. Hence the runner's own Load.
-func (r *ProcessRunner) pickCPU(x *Ctx) int {
+func (r *Runner) pickCPU(x *runtime.Ctx) int {
 	return r.rt.Place(x.CPU(), balance.PlaceExec, (*processLoad)(r))
 }
 
 // processLoad is the balance.Load of process placement: per CPU, the
 // runner's processes there and the Go tasks of its worker.
-type processLoad ProcessRunner
+type processLoad Runner
 
 // Queued counts what waits on cpu besides the one thing it runs: all its
 // processes but one, and its worker's queued Go tasks.
 func (l *processLoad) Queued(cpu int) int {
 	q := l.goLoad.Queued(cpu)
-	if n := int((*ProcessRunner)(l).processesOn(cpu)); n > 0 {
+	if n := int((*Runner)(l).processesOn(cpu)); n > 0 {
 		q += n
 		if !l.goLoad.Running(cpu) {
 			q-- // one process is what cpu runs
@@ -34,11 +37,11 @@ func (l *processLoad) Queued(cpu int) int {
 
 // Running reports whether cpu runs a process of the runner or a Go task.
 func (l *processLoad) Running(cpu int) bool {
-	return (*ProcessRunner)(l).processesOn(cpu) > 0 || l.goLoad.Running(cpu)
+	return (*Runner)(l).processesOn(cpu) > 0 || l.goLoad.Running(cpu)
 }
 
 // processesOn returns the number of the runner's processes running on cpu.
-func (r *ProcessRunner) processesOn(cpu int) int32 {
+func (r *Runner) processesOn(cpu int) int32 {
 	if cpu < 0 || cpu >= len(r.running) {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"errors"
@@ -8,22 +8,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/numasteal/numasteal/runtime"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
-// ProcessResult is how one process task ended. Exactly one is delivered per
-// ProcessRunner.Start.
-type ProcessResult struct {
+// Result is how one process task ended. Exactly one is delivered per
+// Runner.Start.
+type Result struct {
 	// Args is the command's argv.
 	Args []string
-	// Outcome is Succeeded (exit status 0), Failed (a non-zero exit, a
-	// signal, a timeout, a program that could not be started) or Canceled
-	// (the context or the runner was canceled, before or while it ran).
-	Outcome Outcome
-	// Err is nil on success and says why otherwise: a *ProcessError for a
+	// Outcome is runtime.Succeeded (exit status 0), runtime.Failed (a
+	// non-zero exit, a signal, a timeout, a program that could not be
+	// started) or runtime.Canceled (the context, the runner or the runtime
+	// was canceled, before or while it ran): a process task ends as a Go
+	// task does, but never Panicked.
+	Outcome runtime.Outcome
+	// Err is nil on success and says why otherwise: an *ExitError for a
 	// command that ran, the exec error for one that could not start
 	// (errors.Is(err, exec.ErrNotFound) for a missing program), the
-	// context's cause (or ErrClosed) for one canceled before it started.
+	// context's cause (or runtime.ErrClosed) for one canceled before it
+	// started.
 	Err error
 
 	// Pid is the command's process id (also its process group id), -1 when
@@ -55,27 +59,27 @@ type ProcessResult struct {
 }
 
 // Success reports whether the command ran and exited with status 0.
-func (r *ProcessResult) Success() bool { return r.Outcome == Succeeded }
+func (r *Result) Success() bool { return r.Outcome == runtime.Succeeded }
 
 // Close removes the spill files of both streams.
-func (r *ProcessResult) Close() error {
+func (r *Result) Close() error {
 	return errors.Join(r.Stdout.Close(), r.Stderr.Close())
 }
 
-// ProcessError describes a command that ran and did not succeed.
-type ProcessError struct {
+// ExitError describes a command that ran and did not succeed.
+type ExitError struct {
 	Args     []string
 	ExitCode int            // -1 when killed by a signal
 	Signal   syscall.Signal // 0 when it exited
 	// Cause is ErrTimeout, or the context's cause (context.Canceled,
-	// ErrClosed) when the command was killed for that reason; nil when it
-	// ended by itself.
+	// runtime.ErrClosed) when the command was killed for that reason; nil
+	// when it ended by itself.
 	Cause error
 }
 
 // Error describes the failure: "exit status 2", "killed by signal 9
 // (killed)", with the reason for a kill.
-func (e *ProcessError) Error() string {
+func (e *ExitError) Error() string {
 	var b strings.Builder
 	b.WriteString(commandName(e.Args))
 	b.WriteString(": ")
@@ -95,7 +99,7 @@ func (e *ProcessError) Error() string {
 
 // Unwrap returns the cause of a kill, so errors.Is(err, ErrTimeout) and
 // errors.Is(err, context.Canceled) work.
-func (e *ProcessError) Unwrap() error { return e.Cause }
+func (e *ExitError) Unwrap() error { return e.Cause }
 
 func commandName(args []string) string {
 	if len(args) == 0 {
@@ -106,11 +110,11 @@ func commandName(args []string) string {
 
 // fill sets the exit, rusage and outcome fields from the reaped command.
 // cause is why it was killed, or nil.
-func (r *ProcessResult) fill(c *exec.Cmd, werr error, cause error) {
+func (r *Result) fill(c *exec.Cmd, werr error, cause error) {
 	r.Wall = r.End.Sub(r.Start)
 	ps := c.ProcessState
 	if ps == nil {
-		r.Outcome, r.Err = Failed, werr
+		r.Outcome, r.Err = runtime.Failed, werr
 		return
 	}
 	// ru_utime and ru_stime of the wait4 rusage (ps.SysUsage()).
@@ -123,12 +127,12 @@ func (r *ProcessResult) fill(c *exec.Cmd, werr error, cause error) {
 	r.TimedOut = errors.Is(cause, ErrTimeout)
 	switch {
 	case cause != nil && !r.TimedOut:
-		r.Outcome = Canceled
+		r.Outcome = runtime.Canceled
 	case r.Signal == 0 && r.ExitCode == 0 && cause == nil:
-		r.Outcome = Succeeded
+		r.Outcome = runtime.Succeeded
 		return
 	default:
-		r.Outcome = Failed
+		r.Outcome = runtime.Failed
 	}
-	r.Err = &ProcessError{Args: r.Args, ExitCode: r.ExitCode, Signal: r.Signal, Cause: cause}
+	r.Err = &ExitError{Args: r.Args, ExitCode: r.ExitCode, Signal: r.Signal, Cause: cause}
 }

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"bytes"
@@ -52,18 +52,18 @@ func (o *Output) Write(p []byte) (int, error) {
 	if o.path == "" {
 		f, err := os.CreateTemp(o.dir, "numasteal-output-*")
 		if err != nil {
-			o.err = fmt.Errorf("runtime: spilling process output: %w", err)
+			o.err = fmt.Errorf("proc: spilling process output: %w", err)
 			return len(p), nil
 		}
 		o.f, o.path = f, f.Name()
 		if _, err := f.Write(o.buf); err != nil {
-			o.err = fmt.Errorf("runtime: spilling process output to %s: %w", o.path, err)
+			o.err = fmt.Errorf("proc: spilling process output to %s: %w", o.path, err)
 		}
 		o.buf = nil
 	}
 	if o.f != nil && o.err == nil {
 		if _, err := o.f.Write(p); err != nil {
-			o.err = fmt.Errorf("runtime: spilling process output to %s: %w", o.path, err)
+			o.err = fmt.Errorf("proc: spilling process output to %s: %w", o.path, err)
 		}
 	}
 	return len(p), nil
@@ -75,7 +75,7 @@ func (o *Output) seal() {
 	defer o.mu.Unlock()
 	if o.f != nil {
 		if err := o.f.Close(); err != nil && o.err == nil {
-			o.err = fmt.Errorf("runtime: spilling process output to %s: %w", o.path, err)
+			o.err = fmt.Errorf("proc: spilling process output to %s: %w", o.path, err)
 		}
 		o.f = nil
 	}
@@ -105,7 +105,7 @@ func (o *Output) Bytes() ([]byte, error) {
 		return nil, o.err
 	}
 	if o.removed {
-		return nil, fmt.Errorf("runtime: process output already closed")
+		return nil, fmt.Errorf("proc: process output already closed")
 	}
 	if o.path == "" {
 		return bytes.Clone(o.buf), nil
@@ -122,7 +122,7 @@ func (o *Output) Tail(n int) ([]byte, error) {
 		return nil, o.err
 	}
 	if o.removed {
-		return nil, fmt.Errorf("runtime: process output already closed")
+		return nil, fmt.Errorf("proc: process output already closed")
 	}
 	if o.path == "" {
 		return bytes.Clone(o.buf[max(0, len(o.buf)-n):]), nil

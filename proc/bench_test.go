@@ -1,10 +1,12 @@
-package runtime
+package proc
 
 import (
 	"bytes"
 	"context"
 	"os/exec"
 	"testing"
+
+	"github.com/numasteal/numasteal/runtime"
 )
 
 // BenchmarkProcessTrue measures a whole process task for /bin/true:
@@ -12,8 +14,8 @@ import (
 // Compare with BenchmarkExecTrue, plain os/exec.
 func BenchmarkProcessTrue(b *testing.B) {
 	b.ReportAllocs()
-	rt := newTestRuntime(b, Config{})
-	r := newTestRunner(b, rt, ProcessConfig{})
+	rt := newTestRuntime(b, runtime.Config{})
+	r := newTestRunner(b, rt, Config{})
 	cmd := Command{Args: []string{"/bin/true"}}
 	for b.Loop() {
 		if res := r.Run(context.Background(), cmd); !res.Success() {
@@ -26,8 +28,8 @@ func BenchmarkProcessTrue(b *testing.B) {
 // so the slots are always full.
 func BenchmarkProcessTrueParallel(b *testing.B) {
 	b.ReportAllocs()
-	rt := newTestRuntime(b, Config{})
-	r := newTestRunner(b, rt, ProcessConfig{})
+	rt := newTestRuntime(b, runtime.Config{})
+	r := newTestRunner(b, rt, Config{})
 	cmd := Command{Args: []string{"/bin/true"}}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
