@@ -31,13 +31,8 @@ type Config struct {
 	// LocalMemory sets each worker thread's NUMA memory policy to
 	// MPOL_LOCAL, so memory it first touches comes from its own node.
 	LocalMemory bool
-	// Placement chooses the worker for a task injected from outside the
-	// workers; nil means the Policy's placement (Place with
-	// balance.PlaceFork). DefaultPlacement is the older round-robin over
-	// the submitter's node, available as a hook.
-	Placement Placement
 	// Policy is the balancing policy: whom idle workers steal from, how
-	// much, and where injected tasks land when Placement is nil. Nil means
+	// much, and where injected tasks land (Place). Nil means
 	// balance.Default() (Hierarchical); balance.ByName selects one by name.
 	Policy balance.Policy
 	// BalanceTick is how often at most a worker runs periodic balancing
@@ -68,34 +63,3 @@ const (
 	// (context.Canceled) and cancels the contexts of running ones.
 	Cancel
 )
-
-// PlaceInfo is what a Placement sees for one injected task.
-type PlaceInfo struct {
-	// FromCPU is the CPU the submitting goroutine was running on, or -1
-	// when unknown; FromNode is its node, or -1.
-	FromCPU, FromNode int
-	// Seq is a per-runtime sequence number of injections, for round-robin.
-	Seq uint64
-
-	rt *Runtime
-}
-
-// NumWorkers returns the number of workers; ids run from 0 to NumWorkers-1.
-func (p *PlaceInfo) NumWorkers() int { return len(p.rt.workers) }
-
-// Worker describes worker id as it is now (queue lengths are approximate).
-func (p *PlaceInfo) Worker(id int) WorkerInfo { return p.rt.workers[id].info() }
-
-// WorkerInfo describes one worker to a placement hook.
-type WorkerInfo struct {
-	ID, CPU, Node int
-	// Queued is the worker's approximate number of waiting tasks.
-	Queued int
-	// Idle reports whether the worker is parked.
-	Idle bool
-}
-
-// Placement returns the id of the worker that should run an injected task.
-// An out-of-range answer falls back to the default placement. It is called
-// by the submitting goroutine and must be safe for concurrent use.
-type Placement func(p *PlaceInfo) int

@@ -5,7 +5,7 @@
 // Work enters in three ways:
 //
 //   - From outside the workers, Group.Go (on a Group made by Runtime.Group)
-//     injects a task into the inbox of the worker the placement hook chooses.
+//     injects a task into the inbox of the worker the policy places it on.
 //   - Inside a task, Ctx.Go, Ctx.Join and the Go method of a Group made by
 //     Ctx.Group push onto the running worker's own deque (work-first): the
 //     spawning task goes on and the new task runs later on this worker, or

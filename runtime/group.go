@@ -13,7 +13,7 @@ import (
 // have not started yet are then dropped, reporting context.Canceled.
 //
 // A Group made by Runtime.Group belongs to the outside world: its Go
-// injects through the placement hook and its Wait blocks the calling
+// injects where the policy places it and its Wait blocks the calling
 // goroutine. A Group made by Ctx.Group belongs to the task that made it:
 // only that task may call its Go, Spawn and Wait, which push onto the
 // worker's own deque and help instead of blocking. Other tasks add to any
@@ -46,7 +46,7 @@ type Group struct {
 }
 
 // Go runs fn as a task of the group. On a task's own group it pushes to the
-// worker's deque; on a Runtime.Group it injects through the placement hook.
+// worker's deque; on a Runtime.Group it injects where the policy places it.
 func (g *Group) Go(fn Func) {
 	if c := g.owner; c != nil {
 		c.Go(g, fn)

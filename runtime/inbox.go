@@ -6,7 +6,7 @@ import (
 )
 
 // inbox is a worker's queue of injected tasks: tasks submitted from outside
-// the workers land here, at the worker the placement hook chose. Any
+// the workers land here, at the worker the policy's placement chose. Any
 // goroutine may push; the owner pops and thieves steal, both from the
 // front, so injected tasks run in submission order (FIFO), unlike the LIFO
 // deque. A mutex is enough: injection is not the fork-join hot path.

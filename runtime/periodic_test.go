@@ -63,12 +63,12 @@ func TestPeriodicPull(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var target atomic.Int32
 			rt := newTestRuntime(t, Config{
-				Topology:    topo,
-				CPUs:        cpuset.Of(a, b),
-				Policy:      balance.NewHierarchical(balance.HierarchicalConfig{MigrationCost: tc.cost}),
+				Topology: topo,
+				CPUs:     cpuset.Of(a, b),
+				Policy: placeWith(balance.NewHierarchical(balance.HierarchicalConfig{MigrationCost: tc.cost}),
+					func(uint64) int { return int(target.Load()) }),
 				BalanceTick: time.Nanosecond,
 				FoldEvery:   1,
-				Placement:   func(*PlaceInfo) int { return int(target.Load()) },
 			})
 			const queued, maxLinks = 64, 200000
 			var (

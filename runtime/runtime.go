@@ -40,7 +40,7 @@ type Runtime struct {
 	pol      policyState     // the balancing policy (policy.go)
 	busyTick int64           // Config.BalanceTick in ns, defaulted; <= 0: no periodic balancing
 
-	seq      atomic.Uint64 // injection sequence, for round-robin placement
+	seq      atomic.Uint64 // placements from an unknown CPU, for round-robin (placeFrom)
 	closing  atomic.Bool   // Close has begun: injections are refused
 	canceled atomic.Bool   // Close(Cancel): tasks not started are canceled
 	closeMu  sync.Mutex
@@ -232,8 +232,8 @@ func (rt *Runtime) Go(ctx context.Context, fn Func) *Group {
 	return g
 }
 
-// inject places t, already counted in its group, on a worker chosen by the
-// placement hook. It reports the task canceled when the runtime is closing.
+// inject places t, already counted in its group, on the worker place
+// chooses. It reports the task canceled when the runtime is closing.
 func (rt *Runtime) inject(t *Task) {
 	if rt.closing.Load() {
 		rt.finish(nil, t, Canceled, ErrClosed)
@@ -248,30 +248,11 @@ func (rt *Runtime) inject(t *Task) {
 	rt.notify()
 }
 
-// place runs the placement hook, else the policy's placement.
+// place returns the worker for a task injected by the calling goroutine:
+// the policy's placement (balance.PlaceFork) from the caller's CPU.
 func (rt *Runtime) place() *worker {
-	from, node := rt.callerCPU()
-	if p := rt.cfg.Placement; p != nil {
-		info := PlaceInfo{FromCPU: from, FromNode: node, Seq: rt.seq.Add(1), rt: rt}
-		if id := p(&info); id >= 0 && id < len(rt.workers) {
-			return rt.workers[id]
-		}
-		return rt.workers[DefaultPlacement(&info)]
-	}
+	from, _ := rt.callerCPU()
 	return rt.byCPU[rt.placeFrom(from, balance.PlaceFork, rt.load())]
-}
-
-// DefaultPlacement is the round-robin placement: the submitting
-// goroutine's node, round-robin over its workers; round-robin over all
-// workers when that node has none or the CPU is unknown. It is the fallback
-// when a Config.Placement hook answers out of range; with no hook the
-// runtime uses its balancing policy's placement (Place) instead.
-func DefaultPlacement(p *PlaceInfo) int {
-	rt := p.rt
-	if ws := rt.byNode[p.FromNode]; p.FromNode >= 0 && len(ws) > 0 {
-		return ws[p.Seq%uint64(len(ws))].id
-	}
-	return int(p.Seq % uint64(len(rt.workers)))
 }
 
 // finish reports t's outcome to its group (or its Join latch) and recycles

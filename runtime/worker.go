@@ -82,17 +82,6 @@ func newWorker(rt *Runtime, id, cpu, node int) *worker {
 	return w
 }
 
-func (w *worker) info() WorkerInfo {
-	q := w.stealQ.Len() + int(w.inbox.size.Load())
-	if w.lifo.Load() != nil {
-		q++
-	}
-	w.rt.idle.mu.Lock()
-	idle := w.parked
-	w.rt.idle.mu.Unlock()
-	return WorkerInfo{ID: w.id, CPU: w.cpu, Node: w.node, Queued: q, Idle: idle}
-}
-
 // main is the worker goroutine: lock the thread, pin it, then loop.
 func (w *worker) main(started chan<- error) {
 	defer w.rt.wg.Done()
