@@ -466,7 +466,7 @@ func TestProcessRunnerCloseUnderLoad(t *testing.T) {
 // Closing the runtime with Cancel kills the running processes too, and the
 // queued ones never start.
 func TestProcessRuntimeCloseCancel(t *testing.T) {
-	rt, err := runtime.New(runtime.Config{})
+	rt, err := runtime.New(runtime.Config{CloseMode: runtime.Cancel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func TestProcessRuntimeCloseCancel(t *testing.T) {
 	}
 	waitOutput(t, ps[0])
 	waitOutput(t, ps[1])
-	rt.CloseWith(runtime.Cancel)
+	rt.Close()
 	for i, p := range ps {
 		res := p.Wait()
 		if res.Outcome != runtime.Canceled {

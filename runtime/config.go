@@ -48,9 +48,11 @@ type Config struct {
 	Logger *zap.Logger
 	// StatsInterval, when positive, logs Stats at Info level that often.
 	StatsInterval time.Duration
-	// FoldEvery is how many tasks a worker runs between folds of its
-	// counters into the shared totals; 0 means 256.
-	FoldEvery int
+
+	// foldEvery is how many tasks a worker runs between folds of its
+	// counters into the shared totals (counters.go); 0 means
+	// defaultFoldEvery. Tests set it to fold often or never.
+	foldEvery int
 }
 
 // CloseMode says what Close does with queued tasks.

@@ -8,7 +8,7 @@ import (
 // Counter is a statistics counter for tasks, built the way FreeBSD's
 // counter(9) is: each worker has its own slot that only it increments, with
 // a plain add, and the runtime folds the slots into an atomic total at the
-// worker's safe points (every Config.FoldEvery tasks and before it parks).
+// worker's safe points (every defaultFoldEvery tasks and before it parks).
 // Load reads only the totals — never another worker's slot, which would be
 // a data race — so it may lag the increments by at most one fold of each
 // running worker; once the runtime is idle or closed it is exact. The slot

@@ -8,7 +8,7 @@ import (
 // Increments through Inc, Add and Local from every worker all reach the
 // total once the runtime is closed (every worker folds as it exits).
 func TestCounterFoldsEveryWay(t *testing.T) {
-	rt, err := New(Config{FoldEvery: 1 << 20})
+	rt, err := New(Config{foldEvery: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,20 +2,25 @@ package runtime
 
 import "sync/atomic"
 
+// defaultFoldEvery is how many tasks a worker runs between two folds of
+// its counters: a guess that spreads a fold's dozen atomic adds thinly
+// (about a nanosecond per task or less) and keeps Stats fresh.
+const defaultFoldEvery = 256
+
 // Statistics, the counter(9) way.
 //
 // Each worker counts in plain 32-bit fields that only it ever reads or
 // writes (counters), so an increment is an ordinary add to a line in the
 // worker's own cache: no lock prefix, no sharing. At safe points — every
-// Config.FoldEvery tasks and before it parks — the worker folds them into
+// defaultFoldEvery tasks and before it parks — the worker folds them into
 // 64-bit atomic totals (totals) and zeroes them. Stats reads only the
 // totals, never another worker's plain counters, which would be a data race
 // (the FreeBSD counter(9) thread's point: reading other CPUs' counters races;
 // fold them instead). A snapshot is therefore at most one fold behind each
-// running worker, and exact for parked ones. 32 bits cannot overflow between
-// folds: a fold happens at least every FoldEvery tasks, and a worker that
-// runs no task parks (and folds) after at most a few rounds of steal
-// attempts, each adding a handful of counts.
+// running worker, and exact for parked ones. 32 bits cannot overflow
+// between folds: a fold happens at least every defaultFoldEvery tasks, and
+// a worker that runs no task parks (and folds) after at most a few rounds
+// of steal attempts, each adding a handful of counts.
 //
 // "Stolen from" is counted by the thief (it is the thief's event), per
 // victim, and folded into the victim's total.
@@ -144,7 +149,7 @@ func (s *WorkerStats) stealsTotal() uint64 {
 }
 
 // Stats returns the folded counters: each running worker's counts are at
-// most one fold (Config.FoldEvery tasks) behind.
+// most one fold (defaultFoldEvery tasks) behind.
 func (rt *Runtime) Stats() Stats {
 	n := len(rt.levels)
 	s := Stats{

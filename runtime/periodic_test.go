@@ -68,7 +68,7 @@ func TestPeriodicPull(t *testing.T) {
 				Policy: placeWith(balance.NewHierarchical(balance.HierarchicalConfig{MigrationCost: tc.cost}),
 					func(uint64) int { return int(target.Load()) }),
 				BalanceTick: time.Nanosecond,
-				FoldEvery:   1,
+				foldEvery:   1,
 			})
 			const queued, maxLinks = 64, 200000
 			var (

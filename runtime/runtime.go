@@ -62,8 +62,8 @@ func New(cfg Config) (*Runtime, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if cfg.FoldEvery <= 0 {
-		cfg.FoldEvery = 256
+	if cfg.foldEvery <= 0 {
+		cfg.foldEvery = defaultFoldEvery
 	}
 	topo := cfg.Topology
 	if topo == nil {
@@ -289,9 +289,6 @@ func (rt *Runtime) finish(w *worker, t *Task, o Outcome, err error) {
 func (rt *Runtime) Close() error {
 	return rt.shutdown(rt.cfg.CloseMode)
 }
-
-// CloseWith is Close with an explicit mode, overriding Config.CloseMode.
-func (rt *Runtime) CloseWith(mode CloseMode) error { return rt.shutdown(mode) }
 
 func (rt *Runtime) shutdown(mode CloseMode) error {
 	rt.closeMu.Lock()

@@ -260,7 +260,7 @@ func TestGoNextRunsContinuationsAndOlderWork(t *testing.T) {
 func TestEveryTaskOneOutcomeUnderLoad(t *testing.T) {
 	for _, mode := range []CloseMode{Drain, Cancel} {
 		t.Run(fmt.Sprint("mode", mode), func(t *testing.T) {
-			rt, err := New(Config{CloseMode: mode, FoldEvery: 7})
+			rt, err := New(Config{CloseMode: mode, foldEvery: 7})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -382,7 +382,7 @@ func TestStatsFoldedAndExactAfterClose(t *testing.T) {
 	// Without periodic balancing, so that every Join job run as a task
 	// was stolen (pulls and their cache-hot give-backs move jobs too:
 	// TestPeriodicPull counts those).
-	rt, err := New(Config{FoldEvery: 1000, BalanceTick: -1})
+	rt, err := New(Config{foldEvery: 1000, BalanceTick: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

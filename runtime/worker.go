@@ -211,7 +211,7 @@ func (w *worker) execute(t *Task) {
 	w.busy.Store(w.depth > 0)
 	w.cnt.run++
 	rt.finish(w, t, o, err)
-	if w.sinceFold++; w.sinceFold >= rt.cfg.FoldEvery {
+	if w.sinceFold++; w.sinceFold >= rt.cfg.foldEvery {
 		w.fold()
 	}
 	w.tickClock()
