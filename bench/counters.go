@@ -69,10 +69,10 @@ func RunCounters(ctx context.Context, o CountersOptions) ([]CounterRow, error) {
 			ns = timeIt(func() {
 				g := c.Group()
 				for range nw - 1 {
-					g.Go(func(c *runtime.Ctx) error { body(c); return nil })
+					c.Go(g, func(c *runtime.Ctx) error { body(c); return nil })
 				}
 				body(c)
-				g.Wait()
+				c.Wait(g)
 			})
 			return nil
 		}).Wait()

@@ -66,8 +66,9 @@ func BenchmarkSpawnJoin(b *testing.B) { benchSpawnJoin(b, 1) }
 // workers may steal b and the joiner may have to wait for a thief.
 func BenchmarkSpawnJoinAll(b *testing.B) { benchSpawnJoin(b, 0) }
 
-// BenchmarkGroupGoWait is a task's Group, one Go of an empty function and
-// its Wait: the errgroup-style fork-join, one group allocation per op.
+// BenchmarkGroupGoWait is a task's group (Ctx.Group), one Ctx.Go of an
+// empty function and Ctx.Wait: the errgroup-style fork-join, one group
+// allocation per op.
 func BenchmarkGroupGoWait(b *testing.B) {
 	b.ReportAllocs()
 	rt := benchRuntime(b, 1)
@@ -75,8 +76,8 @@ func BenchmarkGroupGoWait(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			g := c.Group()
-			g.Go(benchNop)
-			if err := g.Wait(); err != nil {
+			c.Go(g, benchNop)
+			if err := c.Wait(g); err != nil {
 				return err
 			}
 		}

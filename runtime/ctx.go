@@ -39,11 +39,13 @@ func (c *Ctx) Node() int { return c.w.node }
 // Runtime returns the runtime running the task.
 func (c *Ctx) Runtime() *Runtime { return c.w.rt }
 
-// Group returns a new group owned by the calling task: its Go pushes to this
-// worker's deque and its Wait helps. Its context derives from the task's own
-// group's context. Only the calling task may use its Go, Spawn and Wait.
+// Group returns a new group for the calling task's children, to submit to
+// with c.Go, c.GoNext or c.Spawn and wait for with c.Wait (Group's own Go,
+// Spawn and Wait panic on it). Its context derives from the task's own
+// group's, and a failure or cancellation there drops its unstarted tasks
+// too.
 func (c *Ctx) Group() *Group {
-	return &Group{rt: c.w.rt, up: c.t.group, owner: c}
+	return &Group{rt: c.w.rt, up: c.t.group, ofTask: true}
 }
 
 // Go runs fn as a task of g, pushed onto this worker's deque (work-first:
@@ -74,9 +76,11 @@ func (c *Ctx) GoNext(g *Group, fn Func) {
 	c.w.pushNext(t)
 }
 
-// Wait waits for g while running other tasks on this worker: its own
-// queues first, then steals. When there is nothing to run it parks until g
-// is done or new work arrives. It returns g's first failure, as Group.Wait.
+// Wait waits for g while running other tasks on this worker (it helps):
+// its own queues first, then steals. When there is nothing to run it parks
+// until g is done or new work arrives. It returns g's first failure, as
+// Group.Wait does. g may be any group: one from c.Group, or one made by
+// Runtime.Group.
 //
 // Helping runs other tasks nested on this task's stack, and Wait returns
 // only once the one it is running has. That is safe when g holds the

@@ -2,23 +2,39 @@
 // stealing: one worker per usable CPU, each a goroutine locked to an OS thread
 // that is pinned to that CPU, each with a lock-free Chase–Lev deque of tasks.
 //
-// Work enters in three ways:
+// # Who submits and who waits
 //
-//   - From outside the workers, Group.Go (on a Group made by Runtime.Group)
-//     injects a task into the inbox of the worker the policy places it on.
-//   - Inside a task, Ctx.Go, Ctx.Join and the Go method of a Group made by
-//     Ctx.Group push onto the running worker's own deque (work-first): the
-//     spawning task goes on and the new task runs later on this worker, or
-//     earlier on a thief.
-//   - Ctx.GoNext puts a continuation into the worker's LIFO slot, to run
-//     next on this worker while its data is in cache.
+// How work is submitted and waited for depends on the caller, and the
+// receiver of each method names the caller:
 //
-// Waiting inside a task (Ctx.Wait, Group.Wait on a task's own group, Join)
-// runs other tasks instead of blocking the thread; waiting elsewhere blocks.
-// A helping wait is for the task's own children: see Ctx.Wait for why a
-// group shared with other waiting tasks can deadlock it.
+//	caller                  submit                      wait
+//	----------------------  --------------------------  ----------------------
+//	a goroutine outside     Runtime.Go, Group.Go,       Group.Wait: blocks
+//	the workers             Group.Spawn: inject
+//	a task, through its     Ctx.Go, Ctx.Spawn: push     Ctx.Wait: helps
+//	Ctx                     Ctx.GoNext: LIFO slot
+//	                        Ctx.Join, Ctx.ParallelFor, Jobs.Join: fork and join
+//
+// Inject: put the task into the inbox of the worker the balancing policy
+// places it on (Runtime.Place from the caller's CPU) and wake a worker if
+// none is looking for work. Push: onto the running worker's own deque,
+// work-first: the task goes on, and the new one runs later on this worker
+// or earlier on a thief. LIFO slot: to run next on this worker while the
+// data its spawner touched is in cache. Block: the goroutine sleeps until
+// the group is done. Help: the waiting task's worker runs other tasks
+// meanwhile (its own queues, then steals) and parks when there are none.
+//
+// A Group is the set of tasks waited for together (errgroup semantics).
+// Runtime.Group makes one for the outside world; Ctx.Group makes one for a
+// task's children, used only through that task's Ctx. A task may submit
+// to and wait on any group through its Ctx, but a helping wait is for the
+// task's own children: see Ctx.Wait for why a group shared with other
+// waiting tasks can deadlock it.
+//
 // An idle worker searches briefly and then parks; see park.go for the
-// protocol that guarantees no wake-up is lost.
+// protocol that guarantees no wake-up is lost. Where an injected task
+// lands, whom an idle worker robs and how much it takes are the balancing
+// policy's decisions (Config.Policy, package balance; policy.go).
 //
 // Every task reports exactly one outcome to its group: it succeeded, failed
 // with an error, panicked (the panic is recovered, the worker survives and the
@@ -28,10 +44,12 @@
 // admitted tasks through package proc, built on Runtime.Place, Runtime.Load
 // and Runtime.Pinned.
 //
-// The file layout follows the concerns: internal/deque (local run queue),
-// worker.go (the worker loop), park.go (idle, spinning and wake-up),
-// group.go, join.go and jobs.go (fork-join), task.go and ctx.go (tasks and
-// their context), inbox.go (injection), policy.go (the balancer's hooks),
-// counters.go and counter.go (statistics),
-// runtime.go and config.go (life cycle).
+// Files, one concern each: runtime.go and config.go (life cycle), worker.go
+// (the scheduler loop, stealing), internal/deque (the local run queue),
+// inbox.go (injection), park.go (idle, spinning and wake-up) and sched.go
+// (its packed counts), policy.go (the balancing policy's hooks, placement,
+// hand-off), periodic.go (periodic balancing and the coarse clock),
+// task.go and ctx.go (tasks and what they see), group.go, join.go and
+// jobs.go (fork-join), sync.go (small atomic helpers), counters.go (the
+// workers' statistics) and counter.go (Counter).
 package runtime

@@ -12,19 +12,19 @@ import (
 // its error and cancels the group's context, and tasks of the group that
 // have not started yet are then dropped, reporting context.Canceled.
 //
-// A Group made by Runtime.Group belongs to the outside world: its Go
-// injects where the policy places it and its Wait blocks the calling
-// goroutine. A Group made by Ctx.Group belongs to the task that made it:
-// only that task may call its Go, Spawn and Wait, which push onto the
-// worker's own deque and help instead of blocking. Other tasks add to any
-// group with Ctx.Go and Ctx.Spawn.
+// Group's own methods are for goroutines outside the workers: Go and Spawn
+// inject, Wait blocks (the package doc's table). A task submits to a group
+// and waits for it through its Ctx instead (Ctx.Go, Ctx.Wait), which push
+// onto its worker's deque and help; it may so use any group, its own
+// (Ctx.Group) or one made by Runtime.Group. A group made by Ctx.Group is
+// used only that way: its Go, Spawn and Wait panic.
 //
 // After Wait returns, the group may be used again.
 type Group struct {
 	rt     *Runtime
 	parent context.Context // cancellation source for a Runtime.Group; nil for a task's group
 	up     *Group          // the group of the task that made this one (Ctx.Group)
-	owner  *Ctx            // the task that made the group (Ctx.Group); nil otherwise
+	ofTask bool            // made by Ctx.Group: Go, Spawn and Wait panic
 
 	// pending counts tasks submitted and not yet finished.
 	pending atomic.Int64
@@ -45,40 +45,34 @@ type Group struct {
 	waitCh chan struct{}           // closed when pending reaches zero; guarded by mu
 }
 
-// Go runs fn as a task of the group. On a task's own group it pushes to the
-// worker's deque; on a Runtime.Group it injects where the policy places it.
+// Go runs fn as a task of the group, injected from outside the workers
+// into the inbox of the worker the policy places it on (Runtime.Place with
+// balance.PlaceFork, from the caller's CPU). A task uses Ctx.Go instead.
 func (g *Group) Go(fn Func) {
-	if c := g.owner; c != nil {
-		c.Go(g, fn)
-		return
-	}
+	g.outside("Go")
 	t := &Task{Fn: fn, pooled: true}
 	t.group = g
 	g.pending.Add(1)
 	g.rt.inject(t)
 }
 
-// Spawn runs the caller-owned task t as a task of the group; see Task for
-// when t may be reused.
+// Spawn runs the caller-owned task t as a task of the group, injected as
+// Go does; see Task for when t may be reused. A task uses Ctx.Spawn.
 func (g *Group) Spawn(t *Task) {
-	if c := g.owner; c != nil {
-		c.Spawn(g, t)
-		return
-	}
+	g.outside("Spawn")
 	t.group, t.pooled, t.join = g, false, false
 	t.done.set(false)
 	g.pending.Add(1)
 	g.rt.inject(t)
 }
 
-// Wait waits until every task of the group has reported its outcome and
-// returns the first failure: a task's error, a *PanicError, or the reason
-// tasks were canceled (the parent context's error, ErrClosed). On a task's
-// own group Wait helps, running other tasks meanwhile; elsewhere it blocks.
+// Wait blocks the calling goroutine until every task of the group has
+// reported its outcome and returns the first failure: a task's error, a
+// *PanicError, or the reason tasks were canceled (the parent context's
+// error, ErrClosed). A task waits with Ctx.Wait, which helps instead: a
+// task blocked here holds its worker's thread.
 func (g *Group) Wait() error {
-	if c := g.owner; c != nil {
-		return c.Wait(g)
-	}
+	g.outside("Wait")
 	g.mu.Lock()
 	for g.pending.Load() != 0 {
 		if g.waitCh == nil {
@@ -92,6 +86,15 @@ func (g *Group) Wait() error {
 	err := g.err
 	g.mu.Unlock()
 	return err
+}
+
+// outside panics when g was made by Ctx.Group: its task submits and waits
+// through its Ctx, and Group's injecting and blocking methods are for
+// goroutines outside the workers.
+func (g *Group) outside(method string) {
+	if g.ofTask {
+		panic("runtime: Group." + method + ": a group made by Ctx.Group; its task uses Ctx." + method)
+	}
 }
 
 // Context returns the group's context: canceled when the first task fails,

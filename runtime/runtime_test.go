@@ -48,9 +48,9 @@ func fibGroup(c *Ctx, n int) int {
 	}
 	var a int
 	g := c.Group()
-	g.Go(func(c *Ctx) error { a = fibGroup(c, n-1); return nil })
+	c.Go(g, func(c *Ctx) error { a = fibGroup(c, n-1); return nil })
 	b := fibGroup(c, n-2)
-	if err := g.Wait(); err != nil {
+	if err := c.Wait(g); err != nil {
 		panic(err)
 	}
 	return a + b
@@ -103,6 +103,45 @@ func TestWorkersAndSubsets(t *testing.T) {
 	if _, err := New(Config{Nodes: cpuset.Of(99)}); err == nil {
 		t.Errorf("New with only node 99 succeeded, want an error")
 	}
+}
+
+// A group made by Ctx.Group is used through its task's Ctx: Group's own
+// injecting and blocking methods panic on it, naming the Ctx method to
+// use, and the group still works afterwards.
+func TestTaskGroupRefusesGroupMethods(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1})
+	err := rt.Go(context.Background(), func(c *Ctx) error {
+		g := c.Group()
+		for _, m := range []struct {
+			name string
+			call func()
+		}{
+			{"Go", func() { g.Go(benchNop) }},
+			{"Spawn", func() { g.Spawn(&Task{}) }},
+			{"Wait", func() { g.Wait() }},
+		} {
+			want := "runtime: Group." + m.name + ": a group made by Ctx.Group; its task uses Ctx." + m.name
+			if got := panicValue(m.call); got != want {
+				return fmt.Errorf("Group.%s on a task's group: panic %v, want %q", m.name, got, want)
+			}
+		}
+		ran := false
+		c.Go(g, func(*Ctx) error { ran = true; return nil })
+		if err := c.Wait(g); err != nil || !ran {
+			return fmt.Errorf("after the panics: Wait = %v, ran = %v", err, ran)
+		}
+		return nil
+	}).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// panicValue calls f and returns what it panicked with, or nil.
+func panicValue(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
 }
 
 func TestPanicIsCapturedAndWorkerSurvives(t *testing.T) {
@@ -223,7 +262,7 @@ func TestGoNextRunsContinuationsAndOlderWork(t *testing.T) {
 	g := rt.Group(context.Background())
 	g.Go(func(c *Ctx) error {
 		inner := c.Group()
-		inner.Go(func(*Ctx) error { rec("old"); return nil })
+		c.Go(inner, func(*Ctx) error { rec("old"); return nil })
 		var chain func(i int) Func
 		chain = func(i int) Func {
 			return func(c *Ctx) error {
@@ -235,7 +274,7 @@ func TestGoNextRunsContinuationsAndOlderWork(t *testing.T) {
 			}
 		}
 		c.GoNext(inner, chain(0))
-		return inner.Wait()
+		return c.Wait(inner)
 	})
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
@@ -281,7 +320,7 @@ func TestEveryTaskOneOutcomeUnderLoad(t *testing.T) {
 								inner := c.Group()
 								for k := range 3 {
 									submitted.Add(1)
-									inner.Go(func(c *Ctx) error {
+									c.Go(inner, func(c *Ctx) error {
 										ran.Add(1)
 										switch (s + i + j + k) % 17 {
 										case 3:
@@ -292,7 +331,7 @@ func TestEveryTaskOneOutcomeUnderLoad(t *testing.T) {
 										return nil
 									})
 								}
-								return inner.Wait()
+								return c.Wait(inner)
 							})
 						}
 						if i%7 == 0 {

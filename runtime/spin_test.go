@@ -324,7 +324,7 @@ func TestNoLostWakeupPingPong(t *testing.T) {
 					if round%2 == 0 {
 						return nil // the child is left to this worker or a thief
 					}
-					return inner.Wait()
+					return c.Wait(inner)
 				})
 				select {
 				case got := <-pong:
