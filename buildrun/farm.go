@@ -214,7 +214,7 @@ func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm
 		x.ran.Store(&merged, true)
 		return &merged
 	}
-	if rres.Outcome == runtime.Canceled || ctx.Err() != nil {
+	if rres.Outcome == proc.Canceled || ctx.Err() != nil {
 		x.opts.Farm.Release(lease, farm.Outcome{}, now)
 		pres.Close()
 		return rres

@@ -212,12 +212,12 @@ type build struct {
 func (b *build) finish(t *buildgraph.Task, res *proc.Result) {
 	var o buildgraph.Outcome
 	switch res.Outcome {
-	case runtime.Succeeded:
+	case proc.Succeeded:
 		o = buildgraph.Succeeded
 		if b.opts.History != nil {
 			b.opts.History.Record(t, res.Wall)
 		}
-	case runtime.Canceled:
+	case proc.Canceled:
 		o = buildgraph.Canceled
 	default:
 		o = buildgraph.Failed

@@ -6,12 +6,12 @@
 // such as a make jobserver token, allows), places it at fork time with the
 // runtime's balancing policy (balance.PlaceExec, seeing the runner's
 // processes as load), starts it confined to that CPU or its node, waits
-// for it without holding a worker, and delivers exactly one Result: the
-// outcome in the runtime's terms (runtime.Outcome), exit status, signal,
-// CPU times and the captured output. Package runtime stays Go tasks only;
-// proc uses its exported seams: Runtime.Place and Runtime.Load for the
-// placement, Runtime.Pinned and Ctx.CPU for the affinity, and a task
-// injected into a Runtime.Group for the fork.
+// for it without holding a worker, and delivers exactly one Result: its
+// Outcome (succeeded, failed or canceled, as a Go task's), exit status,
+// signal, CPU times and the captured output. Package runtime stays Go
+// tasks only; proc uses its exported seams: Runtime.Place and
+// Runtime.Load for the placement, Runtime.Pinned and Ctx.CPU for the
+// affinity, and a task injected into a Runtime.Group for the fork.
 //
 // # The life of a process task
 //

@@ -8,21 +8,44 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/numasteal/numasteal/runtime"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
+
+// Outcome is how a process task ended: exactly one per Runner.Start.
+type Outcome uint8
+
+// The outcomes of a process task.
+const (
+	// Succeeded: the command exited with status 0.
+	Succeeded Outcome = iota
+	// Failed: the command exited with another status, was killed by a
+	// signal or by its timeout, or could not be started.
+	Failed
+	// Canceled: the context, the runner or the runtime was canceled, before
+	// the command started or while it ran.
+	Canceled
+)
+
+// String returns "succeeded", "failed" or "canceled".
+func (o Outcome) String() string {
+	switch o {
+	case Succeeded:
+		return "succeeded"
+	case Failed:
+		return "failed"
+	case Canceled:
+		return "canceled"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
 
 // Result is how one process task ended. Exactly one is delivered per
 // Runner.Start.
 type Result struct {
 	// Args is the command's argv.
 	Args []string
-	// Outcome is runtime.Succeeded (exit status 0), runtime.Failed (a
-	// non-zero exit, a signal, a timeout, a program that could not be
-	// started) or runtime.Canceled (the context, the runner or the runtime
-	// was canceled, before or while it ran): a process task ends as a Go
-	// task does, but never Panicked.
-	Outcome runtime.Outcome
+	// Outcome is how the task ended.
+	Outcome Outcome
 	// Err is nil on success and says why otherwise: an *ExitError for a
 	// command that ran, the exec error for one that could not start
 	// (errors.Is(err, exec.ErrNotFound) for a missing program), the
@@ -59,7 +82,7 @@ type Result struct {
 }
 
 // Success reports whether the command ran and exited with status 0.
-func (r *Result) Success() bool { return r.Outcome == runtime.Succeeded }
+func (r *Result) Success() bool { return r.Outcome == Succeeded }
 
 // Close removes the spill files of both streams.
 func (r *Result) Close() error {
@@ -114,7 +137,7 @@ func (r *Result) fill(c *exec.Cmd, werr error, cause error) {
 	r.Wall = r.End.Sub(r.Start)
 	ps := c.ProcessState
 	if ps == nil {
-		r.Outcome, r.Err = runtime.Failed, werr
+		r.Outcome, r.Err = Failed, werr
 		return
 	}
 	// ru_utime and ru_stime of the wait4 rusage (ps.SysUsage()).
@@ -127,12 +150,12 @@ func (r *Result) fill(c *exec.Cmd, werr error, cause error) {
 	r.TimedOut = errors.Is(cause, ErrTimeout)
 	switch {
 	case cause != nil && !r.TimedOut:
-		r.Outcome = runtime.Canceled
+		r.Outcome = Canceled
 	case r.Signal == 0 && r.ExitCode == 0 && cause == nil:
-		r.Outcome = runtime.Succeeded
+		r.Outcome = Succeeded
 		return
 	default:
-		r.Outcome = runtime.Failed
+		r.Outcome = Failed
 	}
 	r.Err = &ExitError{Args: r.Args, ExitCode: r.ExitCode, Signal: r.Signal, Cause: cause}
 }

@@ -87,8 +87,8 @@ type Config struct {
 	// Admit, when not nil, is a further admission gate, passed after the
 	// runner's own slots and before the fork: a GNU make jobserver token,
 	// say. release is called once the task's process group is gone. An
-	// error ends the task without running it: runtime.Canceled when ctx is
-	// done, else runtime.Failed with that error.
+	// error ends the task without running it: Canceled when ctx is
+	// done, else Failed with that error.
 	Admit func(ctx context.Context) (release func(), err error)
 	// Prepare, when not nil, is called with each command's exec.Cmd on the
 	// forking worker just before the fork, to add descriptors (ExtraFiles)
@@ -211,8 +211,8 @@ func (p *Process) Wait() *Result {
 // Start queues cmd for its slots now (so calls start in call order), and
 // returns at once; the command forks once its slots are free. When ctx is
 // done first, or the runner or the runtime closes, the task reports
-// runtime.Canceled without running; when ctx is done while it runs, its
-// process group is killed and it reports runtime.Canceled.
+// Canceled without running; when ctx is done while it runs, its
+// process group is killed and it reports Canceled.
 func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 	p := &Process{done: make(chan struct{})}
 	res := &Result{
@@ -224,7 +224,7 @@ func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		res.Outcome, res.Err = runtime.Canceled, runtime.ErrClosed
+		res.Outcome, res.Err = Canceled, runtime.ErrClosed
 		res.Stdout.seal()
 		res.Stderr.seal()
 		close(p.done)
@@ -244,7 +244,7 @@ func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
 }
 
 // Close kills every running process group (SIGTERM, then SIGKILL after
-// Grace), makes queued and later Starts report runtime.Canceled with
+// Grace), makes queued and later Starts report Canceled with
 // runtime.ErrClosed, and returns once every result has been delivered.
 // Calling it again does nothing.
 func (r *Runner) Close() error {
@@ -271,7 +271,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	defer stop()
 
 	if err := r.slots.wait(tctx, w); err != nil {
-		res.Outcome, res.Err = runtime.Canceled, context.Cause(tctx)
+		res.Outcome, res.Err = Canceled, context.Cause(tctx)
 		if r.ctx.Err() != nil {
 			res.Err = runtime.ErrClosed
 		}
@@ -282,15 +282,15 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	// queued one: Close cancels r.ctx before it kills anything, but the
 	// AfterFunc above cancels tctx from another goroutine, possibly later.
 	if r.ctx.Err() != nil {
-		res.Outcome, res.Err = runtime.Canceled, runtime.ErrClosed
+		res.Outcome, res.Err = Canceled, runtime.ErrClosed
 		return
 	}
 	if r.cfg.Admit != nil {
 		release, err := r.cfg.Admit(tctx)
 		if err != nil {
-			res.Outcome, res.Err = runtime.Failed, err
+			res.Outcome, res.Err = Failed, err
 			if tctx.Err() != nil {
-				res.Outcome, res.Err = runtime.Canceled, context.Cause(tctx)
+				res.Outcome, res.Err = Canceled, context.Cause(tctx)
 			}
 			return
 		}
@@ -330,13 +330,13 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		if err == nil {
 			err = context.Canceled
 		}
-		res.Outcome, res.Err = runtime.Canceled, err
+		res.Outcome, res.Err = Canceled, err
 		return
 	}
 	defer r.running[cpu].Add(-1)
 	if res.Err != nil {
 		// The program could not be started: the task's failure.
-		res.Outcome = runtime.Failed
+		res.Outcome = Failed
 		res.Start, res.End = start, time.Now()
 		return
 	}

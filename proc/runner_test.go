@@ -128,7 +128,7 @@ func TestProcessFaultMatrix(t *testing.T) {
 	tests := []struct {
 		name    string
 		cmd     Command
-		outcome runtime.Outcome
+		outcome Outcome
 		exit    int
 		signal  syscall.Signal
 		timeout bool
@@ -137,17 +137,17 @@ func TestProcessFaultMatrix(t *testing.T) {
 		stderr  string
 		started bool
 	}{
-		{name: "success", cmd: Command{Args: sh("echo out; echo err >&2")}, outcome: runtime.Succeeded, stdout: "out\n", stderr: "err\n", started: true},
-		{name: "exit status", cmd: Command{Args: sh("echo bad >&2; exit 3")}, outcome: runtime.Failed, exit: 3, stderr: "bad\n", started: true},
-		{name: "killed by signal", cmd: Command{Args: sh("kill -KILL $$")}, outcome: runtime.Failed, exit: -1, signal: syscall.SIGKILL, started: true},
-		{name: "missing binary", cmd: Command{Args: []string{"numasteal-no-such-program"}}, outcome: runtime.Failed, exit: -1, errIs: exec.ErrNotFound},
-		{name: "missing absolute path", cmd: Command{Args: []string{filepath.Join(dir, "absent")}}, outcome: runtime.Failed, exit: -1, errIs: os.ErrNotExist},
-		{name: "not executable", cmd: Command{Args: []string{noExec}}, outcome: runtime.Failed, exit: -1, errIs: os.ErrPermission},
-		{name: "empty argv", cmd: Command{}, outcome: runtime.Failed, exit: -1},
-		{name: "timeout", cmd: Command{Args: []string{"sleep", "30"}, Timeout: 100 * time.Millisecond}, outcome: runtime.Failed, exit: -1, signal: syscall.SIGTERM, timeout: true, errIs: ErrTimeout, started: true},
-		{name: "timeout ignoring SIGTERM", cmd: Command{Args: sh(`trap "" TERM; sleep 30`), Timeout: 300 * time.Millisecond}, outcome: runtime.Failed, exit: -1, signal: syscall.SIGKILL, timeout: true, errIs: ErrTimeout, started: true},
-		{name: "background job outliving the command", cmd: Command{Args: sh("sleep 30 & echo hi")}, outcome: runtime.Succeeded, stdout: "hi\n", started: true},
-		{name: "working directory and environment", cmd: Command{Args: sh(`pwd; echo "$NS_X"`), Dir: dir, Env: []string{"NS_X=42"}}, outcome: runtime.Succeeded, stdout: dir + "\n42\n", started: true},
+		{name: "success", cmd: Command{Args: sh("echo out; echo err >&2")}, outcome: Succeeded, stdout: "out\n", stderr: "err\n", started: true},
+		{name: "exit status", cmd: Command{Args: sh("echo bad >&2; exit 3")}, outcome: Failed, exit: 3, stderr: "bad\n", started: true},
+		{name: "killed by signal", cmd: Command{Args: sh("kill -KILL $$")}, outcome: Failed, exit: -1, signal: syscall.SIGKILL, started: true},
+		{name: "missing binary", cmd: Command{Args: []string{"numasteal-no-such-program"}}, outcome: Failed, exit: -1, errIs: exec.ErrNotFound},
+		{name: "missing absolute path", cmd: Command{Args: []string{filepath.Join(dir, "absent")}}, outcome: Failed, exit: -1, errIs: os.ErrNotExist},
+		{name: "not executable", cmd: Command{Args: []string{noExec}}, outcome: Failed, exit: -1, errIs: os.ErrPermission},
+		{name: "empty argv", cmd: Command{}, outcome: Failed, exit: -1},
+		{name: "timeout", cmd: Command{Args: []string{"sleep", "30"}, Timeout: 100 * time.Millisecond}, outcome: Failed, exit: -1, signal: syscall.SIGTERM, timeout: true, errIs: ErrTimeout, started: true},
+		{name: "timeout ignoring SIGTERM", cmd: Command{Args: sh(`trap "" TERM; sleep 30`), Timeout: 300 * time.Millisecond}, outcome: Failed, exit: -1, signal: syscall.SIGKILL, timeout: true, errIs: ErrTimeout, started: true},
+		{name: "background job outliving the command", cmd: Command{Args: sh("sleep 30 & echo hi")}, outcome: Succeeded, stdout: "hi\n", started: true},
+		{name: "working directory and environment", cmd: Command{Args: sh(`pwd; echo "$NS_X"`), Dir: dir, Env: []string{"NS_X=42"}}, outcome: Succeeded, stdout: dir + "\n42\n", started: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,7 +156,7 @@ func TestProcessFaultMatrix(t *testing.T) {
 			if res.Outcome != tc.outcome {
 				t.Fatalf("outcome %v (err %v), want %v", res.Outcome, res.Err, tc.outcome)
 			}
-			if (res.Err == nil) != (tc.outcome == runtime.Succeeded) {
+			if (res.Err == nil) != (tc.outcome == Succeeded) {
 				t.Errorf("err %v with outcome %v", res.Err, res.Outcome)
 			}
 			if tc.errIs != nil && !errors.Is(res.Err, tc.errIs) {
@@ -172,7 +172,7 @@ func TestProcessFaultMatrix(t *testing.T) {
 			} else if res.Pid != -1 {
 				t.Errorf("pid %d for a command that never started", res.Pid)
 			}
-			if tc.outcome == runtime.Failed && tc.started {
+			if tc.outcome == Failed && tc.started {
 				var pe *ExitError
 				if !errors.As(res.Err, &pe) {
 					t.Errorf("err %T %v, want a *ExitError", res.Err, res.Err)
@@ -204,7 +204,7 @@ func waitOutput(t *testing.T, p *Process) {
 }
 
 // A command that forks grandchildren (some in subshells, one ignoring
-// SIGTERM) is canceled mid-run: it reports runtime.Canceled, and nothing of its
+// SIGTERM) is canceled mid-run: it reports Canceled, and nothing of its
 // process group, and no zombie, is left.
 func TestProcessCancelKillsGrandchildren(t *testing.T) {
 	rt := newTestRuntime(t, runtime.Config{})
@@ -220,7 +220,7 @@ func TestProcessCancelKillsGrandchildren(t *testing.T) {
 	cancel()
 	res := p.Wait()
 	defer res.Close()
-	if res.Outcome != runtime.Canceled || !errors.Is(res.Err, context.Canceled) {
+	if res.Outcome != Canceled || !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("outcome %v err %v, want canceled", res.Outcome, res.Err)
 	}
 	requireNoProcesses(t, pid)
@@ -232,7 +232,7 @@ func TestProcessCanceledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := r.Run(ctx, Command{Args: []string{"true"}})
-	if res.Outcome != runtime.Canceled || res.Pid != -1 || !errors.Is(res.Err, context.Canceled) {
+	if res.Outcome != Canceled || res.Pid != -1 || !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("outcome %v pid %d err %v, want canceled before start", res.Outcome, res.Pid, res.Err)
 	}
 }
@@ -424,7 +424,7 @@ func TestProcessWaitDoesNotBlockWorkers(t *testing.T) {
 	}
 	cancel()
 	for _, p := range ps {
-		if res := p.Wait(); res.Outcome != runtime.Canceled {
+		if res := p.Wait(); res.Outcome != Canceled {
 			t.Errorf("outcome %v, want canceled", res.Outcome)
 		}
 	}
@@ -450,14 +450,14 @@ func TestProcessRunnerCloseUnderLoad(t *testing.T) {
 			t.Fatalf("task %d has no result after Close", i)
 		}
 		res := p.Wait()
-		if res.Outcome != runtime.Canceled || !errors.Is(res.Err, runtime.ErrClosed) {
+		if res.Outcome != Canceled || !errors.Is(res.Err, runtime.ErrClosed) {
 			t.Errorf("task %d: outcome %v err %v, want canceled by runtime.ErrClosed", i, res.Outcome, res.Err)
 		}
 		if (i < 2) != (res.Pid > 0) {
 			t.Errorf("task %d: pid %d", i, res.Pid)
 		}
 	}
-	if res := r.Run(context.Background(), Command{Args: []string{"true"}}); res.Outcome != runtime.Canceled {
+	if res := r.Run(context.Background(), Command{Args: []string{"true"}}); res.Outcome != Canceled {
 		t.Errorf("Run after Close: outcome %v", res.Outcome)
 	}
 	requireNoProcesses(t)
@@ -480,7 +480,7 @@ func TestProcessRuntimeCloseCancel(t *testing.T) {
 	rt.Close()
 	for i, p := range ps {
 		res := p.Wait()
-		if res.Outcome != runtime.Canceled {
+		if res.Outcome != Canceled {
 			t.Errorf("task %d: outcome %v err %v, want canceled", i, res.Outcome, res.Err)
 		}
 	}
@@ -495,13 +495,13 @@ func TestProcessEveryTaskOneOutcome(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	kinds := []struct {
 		args []string
-		want runtime.Outcome
+		want Outcome
 	}{
-		{[]string{"true"}, runtime.Succeeded},
-		{[]string{"false"}, runtime.Failed},
-		{[]string{"numasteal-no-such-program"}, runtime.Failed},
-		{sh("kill -TERM $$"), runtime.Failed},
-		{sh("sleep 0.01 & exit 0"), runtime.Succeeded},
+		{[]string{"true"}, Succeeded},
+		{[]string{"false"}, Failed},
+		{[]string{"numasteal-no-such-program"}, Failed},
+		{sh("kill -TERM $$"), Failed},
+		{sh("sleep 0.01 & exit 0"), Succeeded},
 	}
 	const n = 60
 	var ps []*Process
@@ -513,17 +513,17 @@ func TestProcessEveryTaskOneOutcome(t *testing.T) {
 		ps = append(ps, r.Start(c, Command{Args: kinds[i%len(kinds)].args}))
 	}
 	cancel()
-	counts := map[runtime.Outcome]int{}
+	counts := map[Outcome]int{}
 	for i, p := range ps {
 		res := p.Wait()
 		res.Close()
 		counts[res.Outcome]++
 		want := kinds[i%len(kinds)].want
-		if res.Outcome != want && !(i%7 == 3 && res.Outcome == runtime.Canceled) {
+		if res.Outcome != want && !(i%7 == 3 && res.Outcome == Canceled) {
 			t.Errorf("task %d (%v): outcome %v err %v, want %v", i, res.Args, res.Outcome, res.Err, want)
 		}
 	}
-	if total := counts[runtime.Succeeded] + counts[runtime.Failed] + counts[runtime.Canceled]; total != n || counts[runtime.Panicked] != 0 {
+	if total := counts[Succeeded] + counts[Failed] + counts[Canceled]; total != n {
 		t.Fatalf("outcomes %v, want %d in all", counts, n)
 	}
 	requireNoProcesses(t)
@@ -558,7 +558,7 @@ func TestProcessStartRacesClose(t *testing.T) {
 		n := 0
 		for res := range results {
 			n++
-			if res.Outcome != runtime.Succeeded && res.Outcome != runtime.Canceled {
+			if res.Outcome != Succeeded && res.Outcome != Canceled {
 				t.Errorf("round %d: outcome %v err %v", round, res.Outcome, res.Err)
 			}
 			res.Close()

@@ -176,7 +176,7 @@ func BenchmarkPeriodicBalancing(b *testing.B) {
 			defer rt.Close()
 			var sink atomic.Int64
 			for b.Loop() {
-				err := rt.ParallelFor(context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
+				err := parallelFor(rt, context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
 					sink.Add(int64(burn(100 * (hi - lo))))
 					return nil
 				})

@@ -14,7 +14,7 @@ func TestCounterFoldsEveryWay(t *testing.T) {
 	}
 	c := rt.NewCounter()
 	const chunks, per = 64, 1000
-	err = rt.ParallelFor(context.Background(), 0, chunks, 1, func(ctx *Ctx, lo, hi int) error {
+	err = parallelFor(rt, context.Background(), 0, chunks, 1, func(ctx *Ctx, lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			l := c.Local(ctx)
 			for range per {

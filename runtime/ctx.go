@@ -36,9 +36,6 @@ func (c *Ctx) CPU() int { return c.w.cpu }
 // Node returns the NUMA node of CPU, or -1.
 func (c *Ctx) Node() int { return c.w.node }
 
-// Runtime returns the runtime running the task.
-func (c *Ctx) Runtime() *Runtime { return c.w.rt }
-
 // Group returns a new group for the calling task's children, to submit to
 // with c.Go, c.GoNext or c.Spawn and wait for with c.Wait (Group's own Go,
 // Spawn and Wait panic on it). Its context derives from the task's own

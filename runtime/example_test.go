@@ -109,9 +109,35 @@ func ExampleJobs() {
 	// Output: 75025 <nil>
 }
 
+// A task's children go into a group of its own: Ctx.Go pushes each onto
+// the worker's deque, where idle workers steal them, and Ctx.Wait runs
+// tasks while it waits instead of blocking the worker.
+func ExampleCtx_Group() {
+	rt, err := runtime.New(runtime.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+
+	lengths := make([]int, 3)
+	err = rt.Go(context.Background(), func(c *runtime.Ctx) error {
+		g := c.Group()
+		for i, w := range []string{"fork", "join", "steal"} {
+			c.Go(g, func(c *runtime.Ctx) error {
+				lengths[i] = len(w)
+				return nil
+			})
+		}
+		return c.Wait(g)
+	}).Wait()
+	fmt.Println(lengths, err)
+	// Output: [4 4 5] <nil>
+}
+
 // ParallelFor splits a range into chunks of at most grain indices and runs
-// them in parallel; the first error is returned.
-func ExampleRuntime_ParallelFor() {
+// them in parallel, forking with Join; the first error is returned. From
+// outside the workers, run it in a task.
+func ExampleCtx_ParallelFor() {
 	rt, err := runtime.New(runtime.Config{})
 	if err != nil {
 		log.Fatal(err)
@@ -119,21 +145,25 @@ func ExampleRuntime_ParallelFor() {
 	defer rt.Close()
 
 	squares := make([]int, 10_000)
-	err = rt.ParallelFor(context.Background(), 0, len(squares), 256, func(c *runtime.Ctx, lo, hi int) error {
-		for i := lo; i < hi; i++ {
-			squares[i] = i * i
-		}
-		return nil
-	})
+	err = rt.Go(context.Background(), func(c *runtime.Ctx) error {
+		return c.ParallelFor(0, len(squares), 256, func(c *runtime.Ctx, lo, hi int) error {
+			for i := lo; i < hi; i++ {
+				squares[i] = i * i
+			}
+			return nil
+		})
+	}).Wait()
 	fmt.Println(squares[3], squares[9999], err)
 
 	errOdd := errors.New("odd chunk")
-	err = rt.ParallelFor(context.Background(), 0, 100, 10, func(c *runtime.Ctx, lo, hi int) error {
-		if lo == 50 {
-			return errOdd
-		}
-		return nil
-	})
+	err = rt.Go(context.Background(), func(c *runtime.Ctx) error {
+		return c.ParallelFor(0, 100, 10, func(c *runtime.Ctx, lo, hi int) error {
+			if lo == 50 {
+				return errOdd
+			}
+			return nil
+		})
+	}).Wait()
 	fmt.Println(err)
 	// Output:
 	// 9 99980001 <nil>
@@ -149,14 +179,16 @@ func ExampleCounter() {
 		log.Fatal(err)
 	}
 	evens := rt.NewCounter()
-	err = rt.ParallelFor(context.Background(), 0, 1000, 10, func(c *runtime.Ctx, lo, hi int) error {
-		for i := lo; i < hi; i++ {
-			if i%2 == 0 {
-				evens.Inc(c)
+	err = rt.Go(context.Background(), func(c *runtime.Ctx) error {
+		return c.ParallelFor(0, 1000, 10, func(c *runtime.Ctx, lo, hi int) error {
+			for i := lo; i < hi; i++ {
+				if i%2 == 0 {
+					evens.Inc(c)
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}).Wait()
 	if err != nil {
 		log.Fatal(err)
 	}

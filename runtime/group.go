@@ -129,24 +129,6 @@ func (g *Group) Context() context.Context {
 	return g.ctx
 }
 
-// Counts returns how many tasks of the group ended in each way so far.
-func (g *Group) Counts() GroupCounts {
-	return GroupCounts{
-		Succeeded: g.counts[Succeeded].Load(),
-		Failed:    g.counts[Failed].Load(),
-		Panicked:  g.counts[Panicked].Load(),
-		Canceled:  g.counts[Canceled].Load(),
-	}
-}
-
-// GroupCounts tallies the outcomes of a group's tasks.
-type GroupCounts struct {
-	Succeeded, Failed, Panicked, Canceled int64
-}
-
-// Total returns the number of outcomes reported.
-func (c GroupCounts) Total() int64 { return c.Succeeded + c.Failed + c.Panicked + c.Canceled }
-
 // stopErr returns why the group's unstarted tasks must be dropped, or nil.
 func (g *Group) stopErr() error {
 	for ; g != nil; g = g.up {
@@ -163,7 +145,7 @@ func (g *Group) stopErr() error {
 }
 
 // report records one task's outcome. Any goroutine.
-func (g *Group) report(o Outcome, err error) {
+func (g *Group) report(o outcome, err error) {
 	g.counts[o].Add(1)
 	if err != nil {
 		g.fail(err)

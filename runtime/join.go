@@ -1,9 +1,6 @@
 package runtime
 
-import (
-	"context"
-	goruntime "runtime"
-)
+import goruntime "runtime"
 
 // Join runs a and b, potentially in parallel, and returns when both are
 // done: the first non-nil of a's and b's errors (a panic in either becomes
@@ -111,11 +108,4 @@ func (c *Ctx) ParallelFor(lo, hi, grain int, fn func(c *Ctx, lo, hi int) error) 
 		func(c *Ctx) error { return c.ParallelFor(lo, mid, grain, fn) },
 		func(c *Ctx) error { return c.ParallelFor(mid, hi, grain, fn) },
 	)
-}
-
-// ParallelFor runs Ctx.ParallelFor from outside the workers and waits.
-func (rt *Runtime) ParallelFor(ctx context.Context, lo, hi, grain int, fn func(c *Ctx, lo, hi int) error) error {
-	g := rt.Group(ctx)
-	g.Go(func(c *Ctx) error { return c.ParallelFor(lo, hi, grain, fn) })
-	return g.Wait()
 }

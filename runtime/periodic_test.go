@@ -156,7 +156,7 @@ func TestPeriodicPull(t *testing.T) {
 func TestNoPeriodicBalancing(t *testing.T) {
 	for _, cfg := range []Config{{BalanceTick: -1}, {Policy: balance.Flat{}, BalanceTick: time.Nanosecond}} {
 		rt := newTestRuntime(t, cfg)
-		err := rt.ParallelFor(context.Background(), 0, 1<<12, 1, func(c *Ctx, lo, hi int) error {
+		err := parallelFor(rt, context.Background(), 0, 1<<12, 1, func(c *Ctx, lo, hi int) error {
 			burn(200)
 			return nil
 		})
@@ -165,7 +165,7 @@ func TestNoPeriodicBalancing(t *testing.T) {
 		}
 		rt.Close()
 		if s := rt.Stats(); s.Total.PulledTasks != 0 || s.Total.HotRefusals != 0 {
-			t.Errorf("policy %s, tick %v: %d tasks pulled, %d refusals", rt.Policy().Name(), cfg.BalanceTick,
+			t.Errorf("policy %s, tick %v: %d tasks pulled, %d refusals", rt.pol.policy.Name(), cfg.BalanceTick,
 				s.Total.PulledTasks, s.Total.HotRefusals)
 		}
 	}

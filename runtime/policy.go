@@ -116,9 +116,6 @@ func (rt *Runtime) initPolicy() error {
 	return nil
 }
 
-// Policy returns the balancing policy the runtime uses.
-func (rt *Runtime) Policy() balance.Policy { return rt.pol.policy }
-
 // Place returns the CPU where a new piece of work of the given kind
 // should start, by the balancing policy's placement (for Hierarchical the
 // find_idlest_cpu walk) from CPU from, seeing load (nil: the runtime's

@@ -86,8 +86,8 @@ func TestPoliciesRunEveryTaskOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 				rt := newTestRuntime(t, Config{Topology: topo, Policy: p})
-				if rt.Policy().Name() != pn {
-					t.Fatalf("Policy() = %s, want %s", rt.Policy().Name(), pn)
+				if rt.pol.policy.Name() != pn {
+					t.Fatalf("Policy() = %s, want %s", rt.pol.policy.Name(), pn)
 				}
 				const leaves, injected = 1 << 11, 200
 				runs := make([]atomic.Int32, leaves+injected)
@@ -144,7 +144,7 @@ func TestCrossNodeStealsCounted(t *testing.T) {
 	}
 	rt := newTestRuntime(t, Config{Topology: topo, Policy: balance.Flat{}})
 	for range 20 {
-		err := rt.ParallelFor(context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
+		err := parallelFor(rt, context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
 			burn(2000)
 			return nil
 		})
@@ -207,7 +207,7 @@ func TestVirtual256(t *testing.T) {
 	}
 	start = time.Now()
 	var sum atomic.Int64
-	err = rt.ParallelFor(context.Background(), 0, 1<<14, 4, func(c *Ctx, lo, hi int) error {
+	err = parallelFor(rt, context.Background(), 0, 1<<14, 4, func(c *Ctx, lo, hi int) error {
 		sum.Add(int64(hi - lo))
 		return nil
 	})

@@ -212,9 +212,6 @@ func (rt *Runtime) Pinned() bool { return !rt.cfg.NoPin }
 // Topology returns the topology the runtime runs on.
 func (rt *Runtime) Topology() *topology.Topology { return rt.topo }
 
-// Domains returns the scheduling domains the workers steal along.
-func (rt *Runtime) Domains() *topology.Domains { return rt.domains }
-
 // Group returns a new group for tasks submitted from outside the workers.
 // Its context derives from ctx; the first task error cancels it.
 func (rt *Runtime) Group(ctx context.Context) *Group {
@@ -236,13 +233,13 @@ func (rt *Runtime) Go(ctx context.Context, fn Func) *Group {
 // chooses. It reports the task canceled when the runtime is closing.
 func (rt *Runtime) inject(t *Task) {
 	if rt.closing.Load() {
-		rt.finish(nil, t, Canceled, ErrClosed)
+		rt.finish(nil, t, canceled, ErrClosed)
 		return
 	}
 	w := rt.place()
 	if !w.inbox.push(t) {
 		// The worker closed its inbox: the runtime is shutting down.
-		rt.finish(nil, t, Canceled, ErrClosed)
+		rt.finish(nil, t, canceled, ErrClosed)
 		return
 	}
 	rt.notify()
@@ -257,10 +254,10 @@ func (rt *Runtime) place() *worker {
 
 // finish reports t's outcome to its group (or its Join latch) and recycles
 // runtime-owned tasks. w is the worker that ran it, nil outside workers.
-func (rt *Runtime) finish(w *worker, t *Task, o Outcome, err error) {
+func (rt *Runtime) finish(w *worker, t *Task, o outcome, err error) {
 	if t.join {
 		t.err = err
-		if o == Canceled && err == nil {
+		if o == canceled && err == nil {
 			t.err = context.Canceled
 		}
 		// Read joiner before the latch: once it is set the joiner may

@@ -30,6 +30,26 @@ func newTestRuntime(t testing.TB, cfg Config) *Runtime {
 	return rt
 }
 
+// parallelFor runs Ctx.ParallelFor in a task of rt and waits for it.
+func parallelFor(rt *Runtime, ctx context.Context, lo, hi, grain int, fn func(c *Ctx, lo, hi int) error) error {
+	return rt.Go(ctx, func(c *Ctx) error { return c.ParallelFor(lo, hi, grain, fn) }).Wait()
+}
+
+// groupCounts tallies the outcomes of a group's tasks.
+type groupCounts struct{ Succeeded, Failed, Panicked, Canceled int64 }
+
+// countsOf returns how many tasks of g ended in each way so far.
+func countsOf(g *Group) groupCounts {
+	return groupCounts{
+		Succeeded: g.counts[succeeded].Load(),
+		Failed:    g.counts[failed].Load(),
+		Panicked:  g.counts[panicked].Load(),
+		Canceled:  g.counts[canceled].Load(),
+	}
+}
+
+func (c groupCounts) total() int64 { return c.Succeeded + c.Failed + c.Panicked + c.Canceled }
+
 func fibJoin(c *Ctx, n int) int {
 	if n < 2 {
 		return n
@@ -91,7 +111,7 @@ func TestWorkersAndSubsets(t *testing.T) {
 	// Every task of a one-worker runtime runs on that worker's CPU.
 	cpu := one.workers[0].cpu
 	var wrong atomic.Int32
-	err := one.ParallelFor(context.Background(), 0, 1000, 10, func(c *Ctx, lo, hi int) error {
+	err := parallelFor(one, context.Background(), 0, 1000, 10, func(c *Ctx, lo, hi int) error {
 		if c.CPU() != cpu {
 			wrong.Add(1)
 		}
@@ -156,7 +176,7 @@ func TestPanicIsCapturedAndWorkerSurvives(t *testing.T) {
 	if pe.Value != "boom" || !strings.Contains(string(pe.Stack), "TestPanicIsCapturedAndWorkerSurvives") {
 		t.Errorf("PanicError value %v, stack lacks the panicking function:\n%s", pe.Value, pe.Stack)
 	}
-	if c := g.Counts(); c.Panicked != 1 || c.Total() != 1 {
+	if c := countsOf(g); c.Panicked != 1 || c.total() != 1 {
 		t.Errorf("counts %+v, want one panicked", c)
 	}
 	// The worker survived: it still runs tasks, including nested panics
@@ -202,8 +222,8 @@ func TestFirstErrorCancelsGroup(t *testing.T) {
 	if ctx.Err() == nil || !errors.Is(context.Cause(ctx), boom) {
 		t.Errorf("group context not canceled with cause boom: %v", context.Cause(ctx))
 	}
-	c := g.Counts()
-	if c.Failed != 1 || c.Canceled != queued || ran.Load() != 0 || c.Total() != queued+1 {
+	c := countsOf(g)
+	if c.Failed != 1 || c.Canceled != queued || ran.Load() != 0 || c.total() != queued+1 {
 		t.Errorf("counts %+v, ran %d: want 1 failed and %d canceled, none run", c, ran.Load(), queued)
 	}
 }
@@ -223,7 +243,7 @@ func TestParentCancelDropsQueuedTasks(t *testing.T) {
 	if err := g.Wait(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait = %v, want context.Canceled", err)
 	}
-	if c := g.Counts(); c.Succeeded != 1 || c.Canceled != 10 {
+	if c := countsOf(g); c.Succeeded != 1 || c.Canceled != 10 {
 		t.Errorf("counts %+v, want 1 succeeded, 10 canceled", c)
 	}
 }
@@ -350,7 +370,7 @@ func TestEveryTaskOneOutcomeUnderLoad(t *testing.T) {
 					go func() { rt.Close(); close(closed) }()
 				}
 				g.Wait()
-				reported.Add(g.Counts().Total())
+				reported.Add(countsOf(g).total())
 			}
 			<-closed
 			// Inner groups report to their own counts; count their
@@ -370,7 +390,7 @@ func TestEveryTaskOneOutcomeUnderLoad(t *testing.T) {
 func TestIdleRuntimeUsesNoCPU(t *testing.T) {
 	rt := newTestRuntime(t, Config{})
 	// Give it work, then let it go idle.
-	if err := rt.ParallelFor(context.Background(), 0, 1<<16, 64, func(*Ctx, int, int) error { return nil }); err != nil {
+	if err := parallelFor(rt, context.Background(), 0, 1<<16, 64, func(*Ctx, int, int) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -412,7 +432,7 @@ func TestCloseIsIdempotentAndRefusesLateWork(t *testing.T) {
 	if err := g.Wait(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Go after Close: Wait = %v, want ErrClosed", err)
 	}
-	if c := g.Counts(); c.Canceled != 1 {
+	if c := countsOf(g); c.Canceled != 1 {
 		t.Errorf("counts %+v, want 1 canceled", c)
 	}
 }

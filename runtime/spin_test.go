@@ -67,7 +67,7 @@ func runBursts(t *testing.T, rt *Runtime, rounds int, seed uint64) {
 	var sink atomic.Int64
 	for range rounds {
 		n := 32 + rng.IntN(1024)
-		err := rt.ParallelFor(context.Background(), 0, n, 1+rng.IntN(4), func(c *Ctx, lo, hi int) error {
+		err := parallelFor(rt, context.Background(), 0, n, 1+rng.IntN(4), func(c *Ctx, lo, hi int) error {
 			sink.Add(int64(burn(10000 * (hi - lo))))
 			return nil
 		})
@@ -339,7 +339,7 @@ func TestNoLostWakeupPingPong(t *testing.T) {
 			if err := g.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			if c := g.Counts(); c.Succeeded != pingPongRounds {
+			if c := countsOf(g); c.Succeeded != pingPongRounds {
 				t.Errorf("counts %+v, want %d succeeded", c, pingPongRounds)
 			}
 		})

@@ -53,32 +53,17 @@ type jobRunner interface{ runJob(c *Ctx) error }
 // Done reports whether a task submitted with Spawn has reported its outcome.
 func (t *Task) Done() bool { return t.done.get() }
 
-// Outcome is how a task ended.
-type Outcome uint8
+// outcome is how a task ended: exactly one per submitted task, reported to
+// its group (Group.report), which counts them.
+type outcome uint8
 
-// The outcomes a task can report, exactly one per submitted task.
 const (
-	Succeeded Outcome = iota // Fn returned nil
-	Failed                   // Fn returned an error
-	Panicked                 // Fn panicked; recovered as a *PanicError
-	Canceled                 // never started: its group or the runtime was canceled or closed
+	succeeded outcome = iota // Fn returned nil
+	failed                   // Fn returned an error
+	panicked                 // Fn panicked; recovered as a *PanicError
+	canceled                 // never started: its group or the runtime was canceled or closed
 	numOutcomes
 )
-
-// String returns the outcome's name.
-func (o Outcome) String() string {
-	switch o {
-	case Succeeded:
-		return "succeeded"
-	case Failed:
-		return "failed"
-	case Panicked:
-		return "panicked"
-	case Canceled:
-		return "canceled"
-	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
-}
 
 // PanicError is the error a task's panic becomes. It carries the panic value
 // and the stack of the goroutine at the time of the panic.
@@ -110,14 +95,14 @@ var ErrClosed = errors.New("runtime: closed")
 
 // run executes t's body on the calling worker and returns its outcome and
 // error. The deferred recover keeps the worker alive through a panic.
-func (t *Task) run(w *worker) (o Outcome, err error) {
+func (t *Task) run(w *worker) (o outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
 	done := false
 	defer func() {
 		// recover only when the body did not return: a recover call on
 		// every task would cost more than the rest of this function.
 		if !done {
-			o, err = Panicked, newPanicError(recover())
+			o, err = panicked, newPanicError(recover())
 		}
 	}()
 	switch {
@@ -128,9 +113,9 @@ func (t *Task) run(w *worker) (o Outcome, err error) {
 	}
 	done = true
 	if err != nil {
-		return Failed, err
+		return failed, err
 	}
-	return Succeeded, nil
+	return succeeded, nil
 }
 
 // canceledErr returns why t must not start, or nil when it may.

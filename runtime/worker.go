@@ -202,7 +202,7 @@ func (w *worker) countInjected(t *Task) {
 func (w *worker) execute(t *Task) {
 	rt := w.rt
 	if err := t.canceledErr(rt); err != nil {
-		rt.finish(w, t, Canceled, err)
+		rt.finish(w, t, canceled, err)
 		return
 	}
 	w.busy.Store(true)
