@@ -58,8 +58,8 @@ func benchSpawnJoin(b *testing.B, workers int) {
 }
 
 // BenchmarkSpawnJoin is one Ctx.Join of two empty functions inside a task on
-// a one-worker runtime: push, run a, pop b back, run b. The issue's
-// spawn_join_ns.
+// a one-worker runtime: push, run a, pop b back, run b: spawn_join_ns of
+// `numasteal bench forkjoin`.
 func BenchmarkSpawnJoin(b *testing.B) { benchSpawnJoin(b, 1) }
 
 // BenchmarkSpawnJoinAll is the same with every worker running, so idle
@@ -89,7 +89,8 @@ func BenchmarkGroupGoWait(b *testing.B) {
 // BenchmarkInjectLatency submits one task at a time from outside the workers
 // and waits for it. ns/op is the round trip (submit, wake a worker, run,
 // report, wake the waiter); start-ns/op is the part from submit to the start
-// of the task, the issue's inject_latency_ns (here a mean, not a median).
+// of the task, inject_latency_ns of `numasteal bench forkjoin` (here a
+// mean, not a median).
 func BenchmarkInjectLatency(b *testing.B) {
 	b.ReportAllocs()
 	rt := benchRuntime(b, 0)

@@ -32,7 +32,7 @@ type Config struct {
 	// MPOL_LOCAL, so memory it first touches comes from its own node.
 	LocalMemory bool
 	// Policy is the balancing policy: whom idle workers steal from, how
-	// much, and where injected tasks land (Place). Nil means
+	// much, and where injected tasks land (Runtime.Place). Nil means
 	// balance.Default() (Hierarchical); balance.ByName selects one by name.
 	Policy balance.Policy
 	// BalanceTick is how often at most a worker runs periodic balancing

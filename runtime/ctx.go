@@ -29,8 +29,9 @@ func (c *Ctx) Err() error { return c.t.canceledErr(c.w.rt) }
 // Worker returns the id of the worker running the task.
 func (c *Ctx) Worker() int { return c.w.id }
 
-// CPU returns the CPU the worker is pinned to (or stands for, on a virtual
-// topology).
+// CPU returns the CPU of the worker running the task: the CPU its thread
+// is pinned to, or, when the runtime is not pinned (Runtime.Pinned), the
+// CPU it stands for.
 func (c *Ctx) CPU() int { return c.w.cpu }
 
 // Node returns the NUMA node of CPU, or -1.

@@ -73,7 +73,7 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	j.arg = b
 	// The fork and take-back below repeat Ctx.Join's on purpose: shared as
 	// helpers, which the compiler does not inline, they cost about 3 ns
-	// (13%) more per spawn+join (BenchmarkSpawnJoin, alternating runs).
+	// (13%) more per spawn+join (BenchmarkSpawnJoin).
 	j.t.group, j.t.joiner = c.t.group, w
 	j.t.latch.reset()
 	j.t.born = w.now

@@ -144,13 +144,11 @@ func (rt *Runtime) wakeAll() {
 // it waited for finished. It is a spinner that found nothing, so step 3:
 // decrement, then look, and if it was the last spinner and work is
 // visible (a producer that saw it spinning relied on it), wake another.
-// Before, such a worker ran its task on as a phantom spinner (in about 1 of
-// 1000 waits, TestHelpingWaitReturnsNotSpinning), and producers woke nobody
-// meanwhile. That had throttled wake-ups: with the fix the empty-task
-// BenchmarkSpawnJoinAll on two workers is about 20% slower (medians 47 vs
-// 58 ns over 12 alternating runs), while the fib benchmarks did not move
-// beyond noise (FibJobsAll 3.71 vs 3.82 ms, FibJoinClosures 11.6 vs 11.1
-// ms). Owner only.
+// Without this the task would run on as a phantom spinner (about 1 wait in
+// 1000 ends so; TestHelpingWaitReturnsNotSpinning), and producers would
+// wake nobody meanwhile. The wake-ups it restores cost empty-task
+// fork-join on two workers (BenchmarkSpawnJoinAll) about 20%; tasks that do
+// work (the fib benchmarks of package bench) do not notice. Owner only.
 func (w *worker) leaveHelping() {
 	if !w.spinning {
 		return

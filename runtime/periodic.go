@@ -50,11 +50,9 @@ import (
 // tasks suddenly get longer, and much longer inside a long inline Join
 // recursion (inline calls do not pass through execute): stamps then make
 // tasks look older than they are, so the hysteresis errs towards moving
-// work, which is what the runtime did without it. Counting a Join whose
-// second half ran inline as a task (an inlined tickClock there) fixes that
-// but was measured at about 10% on BenchmarkSpawnJoin (medians 52 vs 57
-// ns over 12 alternating runs of the two test binaries), too much for the
-// hot path.
+// work, as if there were none. Counting a Join whose second half ran
+// inline as a task (a tickClock there too) would avoid that, but costs
+// about 10% of BenchmarkSpawnJoin, too much for the hot path.
 
 // Coarse clock constants: guesses. At most maxClockEvery tasks pass
 // between two reads, so a read costs a 10 ns task about 0.1 ns–1.4 ns, and

@@ -87,7 +87,7 @@ func TestPoliciesRunEveryTaskOnce(t *testing.T) {
 				}
 				rt := newTestRuntime(t, Config{Topology: topo, Policy: p})
 				if rt.pol.policy.Name() != pn {
-					t.Fatalf("Policy() = %s, want %s", rt.pol.policy.Name(), pn)
+					t.Fatalf("policy %s, want %s", rt.pol.policy.Name(), pn)
 				}
 				const leaves, injected = 1 << 11, 200
 				runs := make([]atomic.Int32, leaves+injected)

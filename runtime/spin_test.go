@@ -431,8 +431,8 @@ func TestSpinningCountStaysConsistent(t *testing.T) {
 
 // Tasks on several workers that wait on one group (here an outside group
 // whose only task is blocked) all park instead of polling, and all return
-// once the group is done (an earlier design parked only one waiter per
-// group and let the others poll).
+// once the group is done: every waiter is in the group's list, not only
+// the first.
 func TestSharedGroupWaitersPark(t *testing.T) {
 	// The blocked task on worker 0, the waiters on workers 2, 4 and 6, each
 	// in the inbox of a parked worker, which the runtime wakes for it:

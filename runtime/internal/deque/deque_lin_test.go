@@ -297,7 +297,7 @@ var linDefaultShape = linShape{
 }
 
 // TestDequeLinearizable checks 30,000 random concurrent histories of the
-// real deque; with -short, 10,000 (the issue asks for at least 10,000).
+// real deque; with -short, 10,000.
 func TestDequeLinearizable(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	histories := 30000
