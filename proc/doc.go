@@ -50,9 +50,10 @@
 //     command has exited, whichever comes first.
 //   - Canceled before the fork, or not startable (Failed with the exec
 //     error): there is no process; Pid is -1.
-//   - Orphans: a grandchild whose parent exited is reparented to init,
-//     unless Config.Subreaper makes this process the subreaper; then it is
-//     reparented here and reaped with the group.
+//   - Orphans: a grandchild whose parent exited is still in the group and
+//     dies with it. It is reparented to init, which reaps it, unless
+//     Config.Subreaper makes this process the subreaper: then it is
+//     reparented here and reaped before the result is delivered.
 //   - Escapees: a descendant that left the group (setsid, setpgid) is
 //     not signalled. If it holds the output pipes open, the wait for the
 //     command gives up on them after Config.Grace (exec.Cmd.WaitDelay).

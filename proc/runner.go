@@ -87,8 +87,8 @@ type Config struct {
 	// Admit, when not nil, is a further admission gate, passed after the
 	// runner's own slots and before the fork: a GNU make jobserver token,
 	// say. release is called once the task's process group is gone. An
-	// error ends the task without running it: Canceled when ctx is
-	// done, else Failed with that error.
+	// error ends the task without running it: Canceled when ctx is done,
+	// else Failed with that error.
 	Admit func(ctx context.Context) (release func(), err error)
 	// Prepare, when not nil, is called with each command's exec.Cmd on the
 	// forking worker just before the fork, to add descriptors (ExtraFiles)
