@@ -63,13 +63,13 @@ func TestPeriodicPull(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var target atomic.Int32
 			rt := newTestRuntime(t, Config{
-				Topology: topo,
-				CPUs:     cpuset.Of(a, b),
-				Policy: placeWith(balance.NewHierarchical(balance.HierarchicalConfig{MigrationCost: tc.cost}),
-					func(uint64) int { return int(target.Load()) }),
+				Topology:    topo,
+				CPUs:        cpuset.Of(a, b),
+				Policy:      balance.NewHierarchical(balance.HierarchicalConfig{MigrationCost: tc.cost}),
 				BalanceTick: time.Nanosecond,
 				foldEvery:   1,
 			})
+			placeOn(rt, func(uint64) int { return int(target.Load()) })
 			const queued, maxLinks = 64, 200000
 			var (
 				ran     [queued]atomic.Int32

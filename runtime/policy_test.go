@@ -10,7 +10,6 @@ import (
 	"github.com/numasteal/numasteal/internal/corpus"
 	"github.com/numasteal/numasteal/internal/testenv"
 	"github.com/numasteal/numasteal/topology"
-	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
 // policyMachines are the topologies the policy tests run on: the live
@@ -31,47 +30,24 @@ func policyMachines(t *testing.T) map[string]*topology.Topology {
 	return m
 }
 
-// policyNamed returns the balancing policy called name ("" for the
-// default).
-func policyNamed(t *testing.T, name string) balance.Policy {
-	t.Helper()
-	p, err := balance.ByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+// placeOn replaces the placement of rt's policy: the n-th task placed (n
+// from 1) lands on the worker with id place(n). Stealing stays the
+// policy's. Tests use it to put injected tasks where they need them; call
+// it before anything is submitted (only placeFrom reads the balancer).
+func placeOn(rt *Runtime, place func(n uint64) int) {
+	rt.pol.bal = &placedBalancer{Balancer: rt.pol.bal, rt: rt, place: place}
 }
 
-// placeWith returns inner with its placement replaced: the n-th placement
-// (n from 1) lands on the worker place(n) returns, an index into the
-// workers, which are in the order of their CPUs. Tests use it to put
-// injected tasks where they need them; stealing stays inner's.
-func placeWith(inner balance.Policy, place func(n uint64) int) balance.Policy {
-	return placedPolicy{inner, place}
-}
-
-type placedPolicy struct {
-	balance.Policy
-	place func(n uint64) int
-}
-
-func (p placedPolicy) Bind(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set, seed uint64) (balance.Balancer, error) {
-	b, err := p.Policy.Bind(topo, doms, cpus, seed)
-	if err != nil {
-		return nil, err
-	}
-	return &placedBalancer{Balancer: b, cpus: cpus.IDs(), place: p.place}, nil
-}
-
+// placedBalancer is a bound policy whose Place answers place's worker.
 type placedBalancer struct {
 	balance.Balancer
-	cpus  []int
+	rt    *Runtime
 	n     atomic.Uint64
 	place func(n uint64) int
 }
 
 func (b *placedBalancer) Place(int, balance.PlaceKind, balance.Load) int {
-	return b.cpus[b.place(b.n.Add(1))%len(b.cpus)]
+	return b.rt.workers[b.place(b.n.Add(1))%len(b.rt.workers)].cpu
 }
 
 // TestPoliciesRunEveryTaskOnce runs a fork-join tree, plain spawns and

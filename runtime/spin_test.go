@@ -24,18 +24,18 @@ func virtualRuntime(t *testing.T, name string) *Runtime {
 }
 
 // virtualRuntimeWith is virtualRuntime with cfg (its Topology set here)
-// and the balancing policy called policy ("" for the default), unless
-// cfg.Policy is set.
+// and the balancing policy called policy ("" for the default).
 func virtualRuntimeWith(t *testing.T, name, policy string, cfg Config) *Runtime {
 	t.Helper()
 	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, name)))
 	if err != nil {
 		t.Fatalf("Discover %s: %v", name, err)
 	}
-	cfg.Topology = topo
-	if cfg.Policy == nil {
-		cfg.Policy = policyNamed(t, policy)
+	pol, err := balance.ByName(policy)
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg.Topology, cfg.Policy = topo, pol
 	return newTestRuntime(t, cfg)
 }
 
@@ -438,9 +438,8 @@ func TestSharedGroupWaitersPark(t *testing.T) {
 	// in the inbox of a parked worker, which the runtime wakes for it:
 	// placed by the balancing policy, two could land on one worker, and
 	// then the second would wait for a thief while the first blocks.
-	rt := virtualRuntimeWith(t, "8em64t-2s2ca2c", "", Config{Policy: placeWith(balance.Default(), func(seq uint64) int {
-		return int(2 * (seq - 1) % 8)
-	})})
+	rt := virtualRuntime(t, "8em64t-2s2ca2c")
+	placeOn(rt, func(n uint64) int { return int(2 * (n - 1) % 8) })
 	ctx := context.Background()
 	release := make(chan struct{})
 	var once sync.Once
@@ -515,8 +514,8 @@ func TestBlockedOwnersInboxIsStolen(t *testing.T) {
 		for _, policy := range []string{"hierarchical", "flat", "local"} {
 			t.Run(machine+"/"+policy, func(t *testing.T) {
 				var owner atomic.Int64
-				rt := virtualRuntimeWith(t, machine, "", Config{
-					Policy: placeWith(policyNamed(t, policy), func(uint64) int { return int(owner.Load()) })})
+				rt := virtualRuntimeWith(t, machine, policy, Config{})
+				placeOn(rt, func(uint64) int { return int(owner.Load()) })
 				rng := rand.New(rand.NewPCG(uint64(len(machine)), uint64(len(policy))))
 				for i := range 100 {
 					owner.Store(int64(rng.IntN(rt.Workers())))
