@@ -8,8 +8,8 @@ import (
 	"github.com/numasteal/numasteal/topology"
 )
 
-// SimOptions configure RunSim. Zero fields mean defaults.
-type SimOptions struct {
+// Options configure Run. Zero fields mean defaults.
+type Options struct {
 	// Topology is the machine to simulate (usually a dump read with
 	// topology.WithRoot); its usable CPUs are the simulated CPUs.
 	Topology *topology.Topology
@@ -22,13 +22,13 @@ type SimOptions struct {
 	// reproducible; the same seed gives the same result.
 	Seed uint64
 	// Cost is the cost model; zero fields take the defaults.
-	Cost SimCost
+	Cost Cost
 }
 
-// SimCost is the simulator's cost model. Distances are SLIT values (10 =
+// Cost is the simulator's cost model. Distances are SLIT values (10 =
 // local); "per distance" means scaled by distance/10. Zero fields take the
 // defaults in brackets.
-type SimCost struct {
+type Cost struct {
 	// ProbeNs is the time to look at another CPU's queue, per distance
 	// [100].
 	ProbeNs float64
@@ -49,7 +49,7 @@ type SimCost struct {
 	RefillNs float64
 }
 
-func (c *SimCost) defaults(w simWorkload) {
+func (c *Cost) defaults(w simWorkload) {
 	if c.ProbeNs <= 0 {
 		c.ProbeNs = 100
 	}
@@ -67,19 +67,19 @@ func (c *SimCost) defaults(w simWorkload) {
 	}
 }
 
-// SimResult is the outcome of RunSim: one entry per policy.
-type SimResult struct {
-	Workload string           `json:"workload"`
-	CPUs     int              `json:"cpus"`
-	Nodes    int              `json:"nodes"`
-	Seed     uint64           `json:"seed"`
-	Tasks    int              `json:"tasks"`
-	Policies []SimPolicyStats `json:"policies"`
+// Result is the outcome of Run: one entry per policy.
+type Result struct {
+	Workload string        `json:"workload"`
+	CPUs     int           `json:"cpus"`
+	Nodes    int           `json:"nodes"`
+	Seed     uint64        `json:"seed"`
+	Tasks    int           `json:"tasks"`
+	Policies []PolicyStats `json:"policies"`
 }
 
-// SimPolicyStats are one policy's figures. The first four are the ones
+// PolicyStats are one policy's figures. The first four are the ones
 // the issue asks for; the rest explain them.
-type SimPolicyStats struct {
+type PolicyStats struct {
 	Name string `json:"name"`
 	// MakespanS is the virtual time from the first task to the last, in
 	// seconds.
@@ -106,32 +106,32 @@ type SimPolicyStats struct {
 	TasksRun    int `json:"tasks_run"`
 }
 
-// SimWorkloads lists the workload names RunSim accepts.
-func SimWorkloads() []string { return []string{"kernbench", "forkjoin", "sdet"} }
+// Workloads lists the workload names Run accepts.
+func Workloads() []string { return []string{"kernbench", "forkjoin", "sdet"} }
 
-// RunSim simulates the workload on the topology under each policy.
-func RunSim(ctx context.Context, o SimOptions) (SimResult, error) {
+// Run simulates the workload on the topology under each policy.
+func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Topology == nil {
-		return SimResult{}, fmt.Errorf("bench: sim: no topology")
+		return Result{}, fmt.Errorf("sim: no topology")
 	}
 	if _, err := newSimWorkload(o.Workload, 1, 0); err != nil {
-		return SimResult{}, err
+		return Result{}, err
 	}
 	doms, err := topology.BuildDomains(o.Topology)
 	if err != nil {
-		return SimResult{}, fmt.Errorf("bench: sim: %w", err)
+		return Result{}, fmt.Errorf("sim: %w", err)
 	}
 	pols := o.Policies
 	if len(pols) == 0 {
 		for _, n := range balance.Names() {
 			p, err := balance.ByName(n)
 			if err != nil {
-				return SimResult{}, err
+				return Result{}, err
 			}
 			pols = append(pols, p)
 		}
 	}
-	res := SimResult{Workload: o.Workload, CPUs: o.Topology.Usable.Len(), Seed: o.Seed}
+	res := Result{Workload: o.Workload, CPUs: o.Topology.Usable.Len(), Seed: o.Seed}
 	nodes := map[int]bool{}
 	for c := range o.Topology.Usable.All() {
 		nodes[o.Topology.NodeOf(c)] = true

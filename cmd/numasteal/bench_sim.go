@@ -58,7 +58,7 @@ func runBenchSim(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		pols = append(pols, p)
 	}
-	res, err := sim.RunSim(ctx, sim.SimOptions{Topology: topo, Workload: *workload, Policies: pols, Seed: *seed})
+	res, err := sim.Run(ctx, sim.Options{Topology: topo, Workload: *workload, Policies: pols, Seed: *seed})
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal bench sim: %v\n", err)
 		return exitFail
