@@ -61,6 +61,9 @@ type simEvent struct {
 	cpu  int32
 }
 
+// eventHeap is the engine's pending events as a container/heap (Len,
+// Less, Swap, Push and Pop are heap.Interface's): earliest first, and
+// events at the same time in the order they were scheduled.
 type eventHeap []simEvent
 
 func (h eventHeap) Len() int { return len(h) }

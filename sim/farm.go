@@ -98,28 +98,41 @@ type FarmOptions struct {
 
 // FarmResult is the outcome of RunFarm.
 type FarmResult struct {
-	Workload    string    `json:"workload"`
-	CPUsPerHost int       `json:"cpus_per_host"`
-	Seed        uint64    `json:"seed"`
-	Runs        int       `json:"runs"`
-	Tasks       int       `json:"tasks"`
-	Cost        FarmCost  `json:"cost"`
-	Rows        []FarmRow `json:"rows"`
+	// Workload is the workload simulated: always "kernbench".
+	Workload string `json:"workload"`
+	// CPUsPerHost is every host's CPU count.
+	CPUsPerHost int `json:"cpus_per_host"`
+	// Seed is the first seed; the runs use Seed, Seed+1, ...
+	Seed uint64 `json:"seed"`
+	// Runs is how many seeds each figure is the mean of.
+	Runs int `json:"runs"`
+	// Tasks is the number of jobs in the build graph.
+	Tasks int `json:"tasks"`
+	// Cost is the cost model used, defaults filled in.
+	Cost FarmCost `json:"cost"`
+	// Rows are the farm sizes, in the order of FarmOptions.Hosts.
+	Rows []FarmRow `json:"rows"`
 }
 
 // FarmRow is one farm size.
 type FarmRow struct {
-	Hosts      int         `json:"hosts"`
+	// Hosts is the farm's size, the client included.
+	Hosts int `json:"hosts"`
+	// Strategies are the strategies' figures, in the order of
+	// FarmOptions.Strategies.
 	Strategies []FarmStats `json:"strategies"`
 }
 
 // FarmStats are one strategy's figures on one farm, means over the
 // runs.
 type FarmStats struct {
+	// Name is the strategy's name (one of FarmStrategies).
 	Name string `json:"name"`
-	// MakespanS is the virtual time from the first job to the last;
-	// MinS and MaxS its range over the runs.
-	MakespanS  float64 `json:"makespan_s"`
+	// MakespanS is the virtual time from the first job to the last, in
+	// seconds.
+	MakespanS float64 `json:"makespan_s"`
+	// MinS and MaxS are the makespan's range over the runs (not in the
+	// JSON).
 	MinS, MaxS float64 `json:"-"`
 	// RemoteFraction is the share of compiles that ran remotely.
 	RemoteFraction float64 `json:"remote_fraction"`

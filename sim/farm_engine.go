@@ -52,6 +52,9 @@ type farmEvent struct {
 	fn  func()
 }
 
+// farmEvents is a farm simulation's pending events as a container/heap
+// (Len, Less, Swap, Push and Pop are heap.Interface's): earliest first,
+// and events at the same time in the order they were scheduled.
 type farmEvents []farmEvent
 
 func (h farmEvents) Len() int { return len(h) }

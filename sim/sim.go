@@ -69,17 +69,26 @@ func (c *Cost) defaults(w simWorkload) {
 
 // Result is the outcome of Run: one entry per policy.
 type Result struct {
-	Workload string        `json:"workload"`
-	CPUs     int           `json:"cpus"`
-	Nodes    int           `json:"nodes"`
-	Seed     uint64        `json:"seed"`
-	Tasks    int           `json:"tasks"`
+	// Workload is the workload simulated (Options.Workload).
+	Workload string `json:"workload"`
+	// CPUs is the number of simulated CPUs: the topology's usable ones.
+	CPUs int `json:"cpus"`
+	// Nodes is the number of NUMA nodes those CPUs are on.
+	Nodes int `json:"nodes"`
+	// Seed is Options.Seed.
+	Seed uint64 `json:"seed"`
+	// Tasks is the number of tasks the workload creates, the same under
+	// every policy.
+	Tasks int `json:"tasks"`
+	// Policies are the policies' figures, in the order they were run.
 	Policies []PolicyStats `json:"policies"`
 }
 
-// PolicyStats are one policy's figures. The first four are the ones
-// the issue asks for; the rest explain them.
+// PolicyStats are one policy's figures. MakespanS, RemoteStealFraction,
+// CrossNodeMigrations and Utilization are the headline figures; the rest
+// explain them.
 type PolicyStats struct {
+	// Name is the policy's name (balance.Policy.Name).
 	Name string `json:"name"`
 	// MakespanS is the virtual time from the first task to the last, in
 	// seconds.
@@ -96,14 +105,19 @@ type PolicyStats struct {
 	// WorkInflation is the CPU time spent over the tasks' base work
 	// (remote slow-down and cache refills).
 	WorkInflation float64 `json:"work_inflation"`
-	Steals        int     `json:"steals"`
-	RemoteSteals  int     `json:"remote_steals"`
-	StolenTasks   int     `json:"stolen_tasks"`
+	// Steals counts the successful steals of idle CPUs, RemoteSteals
+	// those from another node, StolenTasks the tasks they took (a batch
+	// steal takes several).
+	Steals       int `json:"steals"`
+	RemoteSteals int `json:"remote_steals"`
+	StolenTasks  int `json:"stolen_tasks"`
 	// Pulls are periodic balancing's moves (a busy CPU pulling queued
 	// tasks), RemotePulls those across nodes.
 	Pulls       int `json:"pulls"`
 	RemotePulls int `json:"remote_pulls"`
-	TasksRun    int `json:"tasks_run"`
+	// TasksRun counts the tasks that ran: always Result.Tasks, since Run
+	// fails when a task is stranded or runs twice.
+	TasksRun int `json:"tasks_run"`
 }
 
 // Workloads lists the workload names Run accepts.
