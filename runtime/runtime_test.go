@@ -335,7 +335,7 @@ func TestIdleRuntimeUsesNoCPU(t *testing.T) {
 	if err := rt.ParallelFor(context.Background(), 0, 1<<16, 64, func(*Ctx, int, int) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitAllParked(t, rt)
 	before := cpuTime(t)
 	const idle = 500 * time.Millisecond
 	time.Sleep(idle)
