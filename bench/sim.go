@@ -6,6 +6,7 @@ import (
 
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // SimOptions configure RunSim. Zero fields mean defaults.
@@ -117,7 +118,7 @@ func RunSim(ctx context.Context, o SimOptions) (SimResult, error) {
 	if _, err := newSimWorkload(o.Workload, 1, 0); err != nil {
 		return SimResult{}, err
 	}
-	doms, err := topology.BuildDomains(o.Topology)
+	doms, err := domains.BuildDomains(o.Topology)
 	if err != nil {
 		return SimResult{}, fmt.Errorf("bench: sim: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/numasteal/numasteal/balance"
-	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // The simulator is discrete-event: virtual time in nanoseconds jumps from
@@ -107,7 +107,7 @@ type simEngine struct {
 	dups          int // tasks started more than once (a bug)
 }
 
-func newSimEngine(o SimOptions, doms *topology.Domains, p balance.Policy) (*simEngine, error) {
+func newSimEngine(o SimOptions, doms *domains.Domains, p balance.Policy) (*simEngine, error) {
 	topo := o.Topology
 	ids := topo.Usable.IDs()
 	wl, err := newSimWorkload(o.Workload, len(ids), o.Seed)
@@ -149,7 +149,7 @@ func newSimEngine(o SimOptions, doms *topology.Domains, p balance.Policy) (*simE
 	}
 	// LLC: the innermost domain with SD_SHARE_LLC, else the core (SMT).
 	for i, c := range ids {
-		if d := doms.Highest(c, topology.ShareLLC); d != nil {
+		if d := doms.Highest(c, domains.ShareLLC); d != nil {
 			e.cpus[i].llc = e.pos[d.Span.First()]
 		}
 	}

@@ -1,4 +1,4 @@
-package topology
+package domains
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/numasteal/numasteal/internal/corpus"
+	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -43,19 +44,19 @@ func synthGrid(pkgs, cores, threads int, node func(pkg, core int) int) []synthCP
 }
 
 // build turns m into a Topology the way Discover would fill one in.
-func (m synthMachine) build(tb testing.TB) *Topology {
+func (m synthMachine) build(tb testing.TB) *topology.Topology {
 	tb.Helper()
-	t := &Topology{Root: "synthetic"}
-	groups := func(key func(a synthCPU) int) ([]Group, map[int]int) {
+	t := &topology.Topology{Root: "synthetic"}
+	groups := func(key func(a synthCPU) int) ([]topology.Group, map[int]int) {
 		idx := map[int]int{}
-		var gs []Group
+		var gs []topology.Group
 		for _, a := range m.cpus {
 			k := key(a)
 			i, ok := idx[k]
 			if !ok {
 				i = len(gs)
 				idx[k] = i
-				gs = append(gs, Group{Index: i, ID: k})
+				gs = append(gs, topology.Group{Index: i, ID: k})
 			}
 			gs[i].CPUs.Add(a.id)
 		}
@@ -70,7 +71,7 @@ func (m synthMachine) build(tb testing.TB) *Topology {
 	for _, a := range m.cpus {
 		t.Online.Add(a.id)
 		kind := -1
-		t.CPUs = append(t.CPUs, CPU{
+		t.CPUs = append(t.CPUs, topology.CPU{
 			ID: a.id, Package: pi[a.pkg], Die: di[a.die], Cluster: ci[a.cluster], Core: ki[a.core],
 			PackageID: a.pkg, DieID: a.die, ClusterID: a.cluster, CoreID: a.core,
 			Node: a.node, Capacity: a.capacity, Kind: kind, Usable: true,
@@ -81,7 +82,7 @@ func (m synthMachine) build(tb testing.TB) *Topology {
 			nodeCPUs[a.node] = s
 		}
 	}
-	slices.SortFunc(t.CPUs, func(a, b CPU) int { return a.ID - b.ID })
+	slices.SortFunc(t.CPUs, func(a, b topology.CPU) int { return a.ID - b.ID })
 	t.Usable = t.Online.Clone()
 	t.Allowed = t.Online.Clone()
 	for level, lists := range map[int][]string{3: m.llc, 2: m.l2} {
@@ -90,17 +91,17 @@ func (m synthMachine) build(tb testing.TB) *Topology {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			t.Caches = append(t.Caches, Cache{Level: level, Type: Unified, CPUs: s})
+			t.Caches = append(t.Caches, topology.Cache{Level: level, Type: topology.Unified, CPUs: s})
 		}
 	}
 	for _, n := range m.nodes {
-		t.Nodes = append(t.Nodes, Node{ID: n, CPUs: nodeCPUs[n], Usable: nodeCPUs[n]})
+		t.Nodes = append(t.Nodes, topology.Node{ID: n, CPUs: nodeCPUs[n], Usable: nodeCPUs[n]})
 	}
 	if m.matrix != nil {
-		t.Distances = &Distances{Nodes: m.nodes, Matrix: m.matrix}
+		t.Distances = &topology.Distances{Nodes: m.nodes, Matrix: m.matrix}
 	}
 	if m.amdZen {
-		t.CPUInfo = CPUInfo{Vendor: "AuthenticAMD", Family: 0x19}
+		t.CPUInfo = topology.CPUInfo{Vendor: "AuthenticAMD", Family: 0x19}
 	}
 	return t
 }
@@ -129,7 +130,7 @@ func groupSummary(d Domain) string {
 
 // checkDomains asserts the properties every hierarchy must have, whatever
 // the machine.
-func checkDomains(tb testing.TB, top *Topology, d *Domains) {
+func checkDomains(tb testing.TB, top *topology.Topology, d *Domains) {
 	tb.Helper()
 	if !d.CPUs.Equal(top.Usable) {
 		tb.Errorf("Domains.CPUs = %s, want the usable CPUs %s", d.CPUs, top.Usable)
@@ -545,7 +546,7 @@ func TestBuildDomainsAsymCapacity(t *testing.T) {
 }
 
 func TestBuildDomainsErrors(t *testing.T) {
-	good := func() *Topology {
+	good := func() *topology.Topology {
 		return synthMachine{
 			cpus:  synthGrid(2, 1, 1, func(p, _ int) int { return p }),
 			nodes: []int{0, 1}, matrix: [][]int{{10, 20}, {20, 10}},
@@ -553,16 +554,16 @@ func TestBuildDomainsErrors(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		break_ func(*Topology) *Topology
+		break_ func(*topology.Topology) *topology.Topology
 		want   string
 	}{
-		{"nil", func(*Topology) *Topology { return nil }, "nil Topology"},
-		{"no usable CPU", func(t *Topology) *Topology { t.Usable = cpuset.Set{}; return t }, "no usable CPUs"},
-		{"usable CPU unknown", func(t *Topology) *Topology { t.Usable.Add(9); return t }, "usable CPU 9 is not in Topology.CPUs"},
-		{"core index", func(t *Topology) *Topology { t.CPUs[1].Core = 7; return t }, "CPU 1: Core index 7 out of range [0,2)"},
-		{"short matrix", func(t *Topology) *Topology { t.Distances.Matrix = t.Distances.Matrix[:1]; return t }, "distance table has 1 rows for 2 nodes"},
-		{"short row", func(t *Topology) *Topology { t.Distances.Matrix[1] = []int{20}; return t }, "distance row of node 1 has 1 entries for 2 nodes"},
-		{"duplicate node", func(t *Topology) *Topology { t.Distances.Nodes = []int{0, 0}; return t }, "node 0 appears twice"},
+		{"nil", func(*topology.Topology) *topology.Topology { return nil }, "nil Topology"},
+		{"no usable CPU", func(t *topology.Topology) *topology.Topology { t.Usable = cpuset.Set{}; return t }, "no usable CPUs"},
+		{"usable CPU unknown", func(t *topology.Topology) *topology.Topology { t.Usable.Add(9); return t }, "usable CPU 9 is not in Topology.CPUs"},
+		{"core index", func(t *topology.Topology) *topology.Topology { t.CPUs[1].Core = 7; return t }, "CPU 1: Core index 7 out of range [0,2)"},
+		{"short matrix", func(t *topology.Topology) *topology.Topology { t.Distances.Matrix = t.Distances.Matrix[:1]; return t }, "distance table has 1 rows for 2 nodes"},
+		{"short row", func(t *topology.Topology) *topology.Topology { t.Distances.Matrix[1] = []int{20}; return t }, "distance row of node 1 has 1 entries for 2 nodes"},
+		{"duplicate node", func(t *topology.Topology) *topology.Topology { t.Distances.Nodes = []int{0, 0}; return t }, "node 0 appears twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -678,7 +679,7 @@ func TestBuildDomainsCorpus(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			root := corpus.Extract(t, name)
-			top, err := Discover(WithRoot(root))
+			top, err := topology.Discover(topology.WithRoot(root))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -705,7 +706,7 @@ func TestBuildDomainsCorpus(t *testing.T) {
 // kernelNUMADistances computes sched_domains_numa_distance[] from the raw
 // node*/distance rows of expected.json: the distinct distances between
 // nodes that hold usable CPUs.
-func kernelNUMADistances(t *testing.T, e *corpus.Expected, top *Topology) []int {
+func kernelNUMADistances(t *testing.T, e *corpus.Expected, top *topology.Topology) []int {
 	t.Helper()
 	kd := e.KernelDistances
 	if kd == nil || top.Distances == nil {

@@ -1,4 +1,4 @@
-package topology
+package domains
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -166,10 +167,10 @@ type rawDomain struct {
 
 // domainBuilder holds the state of one BuildDomains call.
 type domainBuilder struct {
-	t      *Topology
+	t      *topology.Topology
 	usable cpuset.Set
-	cpus   map[int]*CPU // usable CPUs by id
-	ids    []int        // usable CPU ids, ascending
+	cpus   map[int]*topology.CPU // usable CPUs by id
+	ids    []int                 // usable CPU ids, ascending
 	// nodeCPUs are the usable CPUs of each node id; key -1 gathers the
 	// CPUs in no online node.
 	nodeCPUs map[int]cpuset.Set
@@ -200,7 +201,7 @@ type domainBuilder struct {
 // usable CPU missing from CPUs, an index out of range, a distance matrix of
 // the wrong shape); oddities of real machines are handled and recorded in
 // Domains.Notes.
-func BuildDomains(t *Topology) (*Domains, error) {
+func BuildDomains(t *topology.Topology) (*Domains, error) {
 	b, err := newDomainBuilder(t)
 	if err != nil {
 		return nil, err
@@ -214,17 +215,17 @@ func BuildDomains(t *Topology) (*Domains, error) {
 }
 
 // newDomainBuilder checks t and indexes it.
-func newDomainBuilder(t *Topology) (*domainBuilder, error) {
+func newDomainBuilder(t *topology.Topology) (*domainBuilder, error) {
 	if t == nil {
-		return nil, errors.New("topology: BuildDomains: nil Topology")
+		return nil, errors.New("domains: BuildDomains: nil Topology")
 	}
 	if t.Usable.IsEmpty() {
-		return nil, errors.New("topology: BuildDomains: no usable CPUs")
+		return nil, errors.New("domains: BuildDomains: no usable CPUs")
 	}
 	b := &domainBuilder{
 		t:          t,
 		usable:     t.Usable.Clone(),
-		cpus:       make(map[int]*CPU),
+		cpus:       make(map[int]*topology.CPU),
 		ids:        t.Usable.IDs(),
 		nodeCPUs:   make(map[int]cpuset.Set),
 		tableIdx:   make(map[int]int),
@@ -234,14 +235,14 @@ func newDomainBuilder(t *Topology) (*domainBuilder, error) {
 		raw:        make(map[int][]rawDomain),
 		noted:      make(map[string]bool),
 	}
-	byID := make(map[int]*CPU, len(t.CPUs))
+	byID := make(map[int]*topology.CPU, len(t.CPUs))
 	for i := range t.CPUs {
 		byID[t.CPUs[i].ID] = &t.CPUs[i]
 	}
 	for _, id := range b.ids {
 		c, ok := byID[id]
 		if !ok {
-			return nil, fmt.Errorf("topology: BuildDomains: usable CPU %d is not in Topology.CPUs", id)
+			return nil, fmt.Errorf("domains: BuildDomains: usable CPU %d is not in Topology.CPUs", id)
 		}
 		for _, ix := range []struct {
 			what string
@@ -255,7 +256,7 @@ func newDomainBuilder(t *Topology) (*domainBuilder, error) {
 			// An empty slice means the level is unknown; an index into a
 			// non-empty one must be valid.
 			if ix.n > 0 && (ix.i < 0 || ix.i >= ix.n) {
-				return nil, fmt.Errorf("topology: BuildDomains: CPU %d: %s index %d out of range [0,%d)", id, ix.what, ix.i, ix.n)
+				return nil, fmt.Errorf("domains: BuildDomains: CPU %d: %s index %d out of range [0,%d)", id, ix.what, ix.i, ix.n)
 			}
 		}
 		b.cpus[id] = c
@@ -273,16 +274,16 @@ func newDomainBuilder(t *Topology) (*domainBuilder, error) {
 	}
 	if d := t.Distances; d != nil {
 		if len(d.Matrix) != len(d.Nodes) {
-			return nil, fmt.Errorf("topology: BuildDomains: distance table has %d rows for %d nodes", len(d.Matrix), len(d.Nodes))
+			return nil, fmt.Errorf("domains: BuildDomains: distance table has %d rows for %d nodes", len(d.Matrix), len(d.Nodes))
 		}
 		for i, row := range d.Matrix {
 			if len(row) != len(d.Nodes) {
-				return nil, fmt.Errorf("topology: BuildDomains: distance row of node %d has %d entries for %d nodes", d.Nodes[i], len(row), len(d.Nodes))
+				return nil, fmt.Errorf("domains: BuildDomains: distance row of node %d has %d entries for %d nodes", d.Nodes[i], len(row), len(d.Nodes))
 			}
 		}
 		for i, n := range d.Nodes {
 			if _, dup := b.tableIdx[n]; dup {
-				return nil, fmt.Errorf("topology: BuildDomains: node %d appears twice in the distance table", n)
+				return nil, fmt.Errorf("domains: BuildDomains: node %d appears twice in the distance table", n)
 			}
 			b.tableIdx[n] = i
 		}
@@ -306,7 +307,7 @@ func (b *domainBuilder) note(key, format string, args ...any) {
 func (b *domainBuilder) findLLCs() {
 	level := make(map[int]int)
 	for _, c := range b.t.Caches {
-		if c.Type == Instruction {
+		if c.Type == topology.Instruction {
 			continue
 		}
 		for id := range c.CPUs.All() {
@@ -390,7 +391,7 @@ func (b *domainBuilder) initRungs() {
 
 // mask returns the rung's topology mask for c (tl->mask(cpu)), not yet
 // intersected with the usable CPUs, and whether the topology knows it.
-func (b *domainBuilder) mask(r rung, c *CPU) (cpuset.Set, bool) {
+func (b *domainBuilder) mask(r rung, c *topology.CPU) (cpuset.Set, bool) {
 	t := b.t
 	switch r.kind {
 	case rungSMT:
@@ -448,7 +449,7 @@ func (b *domainBuilder) mask(r rung, c *CPU) (cpuset.Set, bool) {
 
 // nodeOf returns the usable CPUs of c's node, or of the pseudo-node of CPUs
 // in no node.
-func (b *domainBuilder) nodeOf(c *CPU) cpuset.Set {
+func (b *domainBuilder) nodeOf(c *topology.CPU) cpuset.Set {
 	if c.Node < 0 {
 		return b.nodeCPUs[-1]
 	}
@@ -495,7 +496,7 @@ func (b *domainBuilder) child(id, ri int) cpuset.Set {
 }
 
 // span computes CPU c's span at rung ri.
-func (b *domainBuilder) span(ri int, r rung, c *CPU) cpuset.Set {
+func (b *domainBuilder) span(ri int, r rung, c *topology.CPU) cpuset.Set {
 	child := b.child(c.ID, ri)
 	m, ok := b.mask(r, c)
 	if !ok {
@@ -635,7 +636,7 @@ func (b *domainBuilder) crossesNodes(span cpuset.Set) bool {
 
 // asymCapacityKey is what asym_cpu_capacity_classify compares:
 // cpu_capacity when known, else the CPU kind on a hybrid machine, else 0 (all alike).
-func asymCapacityKey(c *CPU) int {
+func asymCapacityKey(c *topology.CPU) int {
 	switch {
 	case c.Capacity > 0:
 		return c.Capacity
