@@ -53,7 +53,7 @@ func machine(t *testing.T, name string) (*topology.Topology, *domains.Domains) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doms, err := domains.BuildDomains(topo)
+	doms, err := domains.Build(topo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,7 +264,7 @@ func (t *hierThief) shouldBalance(st *step, load Load, s Search) bool {
 func (t *hierThief) Victims(buf []Victim, i int, load Load, s Search) []Victim {
 	st := &t.steps[i]
 	t.pass[i] = passGated
-	if s.Mode == NewlyIdle && st.params.Flags&domains.BalanceNewIdle == 0 && !s.Final {
+	if s.Mode == NewlyIdle && st.params.Flags&domains.FlagBalanceNewIdle == 0 && !s.Final {
 		return buf
 	}
 	if st.remote && !s.Final {

@@ -90,8 +90,8 @@ func newMachine(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set)
 			}
 			st.added = st.span.Difference(seen).IDs()
 			seen = seen.Union(st.span)
-			st.remote = d.Params.Flags&domains.NUMAFlag != 0 || m.spansNodes(st.span, topo)
-			if d.Params.Flags&domains.ShareLLC == 0 {
+			st.remote = d.Params.Flags&domains.FlagNUMA != 0 || m.spansNodes(st.span, topo)
+			if d.Params.Flags&domains.FlagShareLLC == 0 {
 				hops++
 			}
 			st.hops = hops
@@ -110,7 +110,7 @@ func newMachine(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set)
 				groups: [][]int{list(seen), rest.IDs()}, added: rest.IDs(),
 				remote: true, hops: hops,
 				params: domains.Params{ImbalancePct: 125, MinIntervalMs: cpus.Len(), MaxIntervalMs: 2 * cpus.Len(),
-					BusyFactor: 16, CacheNiceTries: 2, Flags: domains.BalanceNewIdle | domains.NUMAFlag},
+					BusyFactor: 16, CacheNiceTries: 2, Flags: domains.FlagBalanceNewIdle | domains.FlagNUMA},
 			})
 		}
 	}

@@ -12,9 +12,9 @@ func (b *hierBalancer) Place(from int, kind PlaceKind, load Load) int {
 	if m.pos(from) < 0 {
 		from = m.cpus[0]
 	}
-	flag := domains.BalanceFork
+	flag := domains.FlagBalanceFork
 	if kind == PlaceExec {
-		flag = domains.BalanceExec
+		flag = domains.FlagBalanceExec
 	}
 	cpu := from
 	steps := m.steps[m.pos(cpu)]

@@ -118,7 +118,7 @@ func RunSim(ctx context.Context, o SimOptions) (SimResult, error) {
 	if _, err := newSimWorkload(o.Workload, 1, 0); err != nil {
 		return SimResult{}, err
 	}
-	doms, err := domains.BuildDomains(o.Topology)
+	doms, err := domains.Build(o.Topology)
 	if err != nil {
 		return SimResult{}, fmt.Errorf("bench: sim: %w", err)
 	}

@@ -149,7 +149,7 @@ func newSimEngine(o SimOptions, doms *domains.Domains, p balance.Policy) (*simEn
 	}
 	// LLC: the innermost domain with SD_SHARE_LLC, else the core (SMT).
 	for i, c := range ids {
-		if d := doms.Highest(c, domains.ShareLLC); d != nil {
+		if d := doms.Highest(c, domains.FlagShareLLC); d != nil {
 			e.cpus[i].llc = e.pos[d.Span.First()]
 		}
 	}

@@ -80,7 +80,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	doms, err := domains.BuildDomains(topo)
+	doms, err := domains.Build(topo)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: scheduling domains: %w", err)
 	}

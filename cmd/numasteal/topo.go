@@ -58,7 +58,7 @@ func runTopo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "numasteal topo: reading %s: %v\n", where, err)
 		return exitFail
 	}
-	d, err := domains.BuildDomains(t)
+	d, err := domains.Build(t)
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal topo: %s: %v\n", where, err)
 		return exitFail

@@ -180,7 +180,7 @@ func TestTopoLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := domains.BuildDomains(top)
+	d, err := domains.Build(top)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestTopoCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := domains.BuildDomains(top)
+			d, err := domains.Build(top)
 			if err != nil {
 				t.Fatal(err)
 			}

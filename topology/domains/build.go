@@ -126,13 +126,13 @@ const (
 	sdCacheNiceOther = 1 // sd_init: the final else (PKG, NODE)
 
 	// sdBaseFlags is sd_init's initialiser.
-	sdBaseFlags = BalanceNewIdle | BalanceExec | BalanceFork | WakeAffine | PreferSibling
+	sdBaseFlags = FlagBalanceNewIdle | FlagBalanceExec | FlagBalanceFork | FlagWakeAffine | FlagPreferSibling
 	// sdNeedsGroups are the flags marked SDF_NEEDS_GROUPS in
 	// include/linux/sched/sd_flags.h: they mean nothing in a domain with
 	// one group (SD_DEGENERATE_GROUPS_MASK).
-	sdNeedsGroups = BalanceNewIdle | BalanceExec | BalanceFork | BalanceWake |
-		ShareCPUCapacity | ShareLLC | Serialize | NUMAFlag | AsymCapacity |
-		AsymCapacityFull | PreferSibling | ClusterFlag | Overlap
+	sdNeedsGroups = FlagBalanceNewIdle | FlagBalanceExec | FlagBalanceFork | FlagBalanceWake |
+		FlagShareCPUCapacity | FlagShareLLC | FlagSerialize | FlagNUMA | FlagAsymCapacity |
+		FlagAsymCapacityFull | FlagPreferSibling | FlagCluster | FlagOverlap
 )
 
 // rungKind is the kind of one rung of the ladder.
@@ -165,7 +165,7 @@ type rawDomain struct {
 	params Params
 }
 
-// domainBuilder holds the state of one BuildDomains call.
+// domainBuilder holds the state of one Build call.
 type domainBuilder struct {
 	t      *topology.Topology
 	usable cpuset.Set
@@ -192,7 +192,7 @@ type domainBuilder struct {
 	noted      map[string]bool
 }
 
-// BuildDomains builds the scheduling-domain hierarchy of t's usable CPUs, as
+// Build builds the scheduling-domain hierarchy of t's usable CPUs, as
 // Linux's build_sched_domains would for a root domain of those CPUs. See the
 // comment at the top of domains.go for the rules and where every number
 // comes from.
@@ -201,7 +201,7 @@ type domainBuilder struct {
 // usable CPU missing from CPUs, an index out of range, a distance matrix of
 // the wrong shape); oddities of real machines are handled and recorded in
 // Domains.Notes.
-func BuildDomains(t *topology.Topology) (*Domains, error) {
+func Build(t *topology.Topology) (*Domains, error) {
 	b, err := newDomainBuilder(t)
 	if err != nil {
 		return nil, err
@@ -217,10 +217,10 @@ func BuildDomains(t *topology.Topology) (*Domains, error) {
 // newDomainBuilder checks t and indexes it.
 func newDomainBuilder(t *topology.Topology) (*domainBuilder, error) {
 	if t == nil {
-		return nil, errors.New("domains: BuildDomains: nil Topology")
+		return nil, errors.New("domains: Build: nil Topology")
 	}
 	if t.Usable.IsEmpty() {
-		return nil, errors.New("domains: BuildDomains: no usable CPUs")
+		return nil, errors.New("domains: Build: no usable CPUs")
 	}
 	b := &domainBuilder{
 		t:          t,
@@ -242,7 +242,7 @@ func newDomainBuilder(t *topology.Topology) (*domainBuilder, error) {
 	for _, id := range b.ids {
 		c, ok := byID[id]
 		if !ok {
-			return nil, fmt.Errorf("domains: BuildDomains: usable CPU %d is not in Topology.CPUs", id)
+			return nil, fmt.Errorf("domains: Build: usable CPU %d is not in Topology.CPUs", id)
 		}
 		for _, ix := range []struct {
 			what string
@@ -256,7 +256,7 @@ func newDomainBuilder(t *topology.Topology) (*domainBuilder, error) {
 			// An empty slice means the level is unknown; an index into a
 			// non-empty one must be valid.
 			if ix.n > 0 && (ix.i < 0 || ix.i >= ix.n) {
-				return nil, fmt.Errorf("domains: BuildDomains: CPU %d: %s index %d out of range [0,%d)", id, ix.what, ix.i, ix.n)
+				return nil, fmt.Errorf("domains: Build: CPU %d: %s index %d out of range [0,%d)", id, ix.what, ix.i, ix.n)
 			}
 		}
 		b.cpus[id] = c
@@ -274,16 +274,16 @@ func newDomainBuilder(t *topology.Topology) (*domainBuilder, error) {
 	}
 	if d := t.Distances; d != nil {
 		if len(d.Matrix) != len(d.Nodes) {
-			return nil, fmt.Errorf("domains: BuildDomains: distance table has %d rows for %d nodes", len(d.Matrix), len(d.Nodes))
+			return nil, fmt.Errorf("domains: Build: distance table has %d rows for %d nodes", len(d.Matrix), len(d.Nodes))
 		}
 		for i, row := range d.Matrix {
 			if len(row) != len(d.Nodes) {
-				return nil, fmt.Errorf("domains: BuildDomains: distance row of node %d has %d entries for %d nodes", d.Nodes[i], len(row), len(d.Nodes))
+				return nil, fmt.Errorf("domains: Build: distance row of node %d has %d entries for %d nodes", d.Nodes[i], len(row), len(d.Nodes))
 			}
 		}
 		for i, n := range d.Nodes {
 			if _, dup := b.tableIdx[n]; dup {
-				return nil, fmt.Errorf("domains: BuildDomains: node %d appears twice in the distance table", n)
+				return nil, fmt.Errorf("domains: Build: node %d appears twice in the distance table", n)
 			}
 			b.tableIdx[n] = i
 		}
@@ -381,7 +381,7 @@ func (b *domainBuilder) initRungs() {
 		{name: LLC, kind: rungLLC},
 		{name: Die, kind: rungDie},
 		{name: Package, kind: rungPackage},
-		{name: NodeLvl, kind: rungNode, distance: nodeDist},
+		{name: Node, kind: rungNode, distance: nodeDist},
 	}
 	for j := 1; j < len(b.numaDist); j++ {
 		b.rungs = append(b.rungs, rung{name: NUMA, kind: rungNUMA, distance: b.numaDist[j], numaLevel: j})
@@ -568,8 +568,8 @@ func (b *domainBuilder) buildParams() {
 			chain[ri].params = b.params(b.rungs[ri], chain[ri].span)
 			// sd_init: "Don't attempt to spread across CPUs of different
 			// capacities."
-			if chain[ri].params.Flags&AsymCapacity != 0 && ri > 0 {
-				chain[ri-1].params.Flags &^= PreferSibling
+			if chain[ri].params.Flags&FlagAsymCapacity != 0 && ri > 0 {
+				chain[ri-1].params.Flags &^= FlagPreferSibling
 			}
 		}
 		setImbNUMANr(chain)
@@ -589,32 +589,32 @@ func (b *domainBuilder) params(r rung, span cpuset.Set) Params {
 	distance := r.distance
 	switch r.kind {
 	case rungSMT:
-		p.Flags |= ShareCPUCapacity | ShareLLC // cpu_smt_flags
+		p.Flags |= FlagShareCPUCapacity | FlagShareLLC // cpu_smt_flags
 	case rungCluster:
-		p.Flags |= ClusterFlag | ShareLLC // cpu_cluster_flags
+		p.Flags |= FlagCluster | FlagShareLLC // cpu_cluster_flags
 	case rungLLC:
-		p.Flags |= ShareLLC // cpu_core_flags
+		p.Flags |= FlagShareLLC // cpu_core_flags
 	case rungNUMA:
-		p.Flags |= NUMAFlag | Overlap // cpu_numa_flags, SDTL_OVERLAP
+		p.Flags |= FlagNUMA | FlagOverlap // cpu_numa_flags, SDTL_OVERLAP
 	case rungMachine:
 		if b.crossesNodes(span) {
-			p.Flags |= NUMAFlag
+			p.Flags |= FlagNUMA
 			distance = sdMaxDistance + 1 // unknown, so remote
 		}
 	}
 	switch {
-	case p.Flags&ShareCPUCapacity != 0:
+	case p.Flags&FlagShareCPUCapacity != 0:
 		p.ImbalancePct = sdImbalanceSMT
 		p.CacheNiceTries = sdCacheNiceSMT
-	case p.Flags&ShareLLC != 0:
+	case p.Flags&FlagShareLLC != 0:
 		p.ImbalancePct = sdImbalanceLLC
 		p.CacheNiceTries = sdCacheNiceLLC
-	case p.Flags&NUMAFlag != 0:
+	case p.Flags&FlagNUMA != 0:
 		p.CacheNiceTries = sdCacheNiceNUMA
-		p.Flags &^= PreferSibling
-		p.Flags |= Serialize
+		p.Flags &^= FlagPreferSibling
+		p.Flags |= FlagSerialize
 		if distance > b.reclaim {
-			p.Flags &^= BalanceExec | BalanceFork | WakeAffine
+			p.Flags &^= FlagBalanceExec | FlagBalanceFork | FlagWakeAffine
 		}
 	default:
 		p.CacheNiceTries = sdCacheNiceOther
@@ -663,9 +663,9 @@ func (b *domainBuilder) asym(span cpuset.Set) Flags {
 	case count < 2:
 		return 0
 	case count < len(b.capClasses):
-		return AsymCapacity
+		return FlagAsymCapacity
 	}
-	return AsymCapacity | AsymCapacityFull
+	return FlagAsymCapacity | FlagAsymCapacityFull
 }
 
 // setImbNUMANr sets imb_numa_nr along one CPU's chain, as build_sched_domains
@@ -677,7 +677,7 @@ func setImbNUMANr(chain []rawDomain) {
 	for i := range chain {
 		sd := &chain[i]
 		w := sd.span.Len()
-		if i > 0 && sd.params.Flags&ShareLLC == 0 && chain[i-1].params.Flags&ShareLLC != 0 {
+		if i > 0 && sd.params.Flags&FlagShareLLC == 0 && chain[i-1].params.Flags&FlagShareLLC != 0 {
 			nrLLCs := w / chain[i-1].span.Len()
 			if nrLLCs == 1 {
 				imb = w >> 3
@@ -688,7 +688,7 @@ func setImbNUMANr(chain []rawDomain) {
 			sd.params.ImbNUMANr = imb
 			imbSpan = w
 			for j := i + 1; j < len(chain); j++ {
-				if chain[j].params.Flags&NUMAFlag != 0 {
+				if chain[j].params.Flags&FlagNUMA != 0 {
 					imbSpan = chain[j].span.Len()
 					break
 				}
@@ -789,7 +789,7 @@ func sdDegenerate(d *rawDomain) bool {
 		return false
 	}
 	// Following flags don't use groups.
-	return d.params.Flags&WakeAffine == 0
+	return d.params.Flags&FlagWakeAffine == 0
 }
 
 // sdParentDegenerate is sd_parent_degenerate.
@@ -825,7 +825,7 @@ func (b *domainBuilder) attach() *Domains {
 		for i := 0; i+1 < len(chain); {
 			if sdParentDegenerate(&chain[i].d, &chain[i+1].d) {
 				// Transfer SD_PREFER_SIBLING down: the spans match.
-				chain[i].d.params.Flags |= chain[i+1].d.params.Flags & PreferSibling
+				chain[i].d.params.Flags |= chain[i+1].d.params.Flags & FlagPreferSibling
 				chain = slices.Delete(chain, i+1, i+2)
 			} else {
 				i++
@@ -872,7 +872,7 @@ func (b *domainBuilder) attach() *Domains {
 				widest[k.rung] = w
 				l.Params = k.d.params
 			}
-			asym[k.rung] |= k.d.params.Flags & AsymCapacity
+			asym[k.rung] |= k.d.params.Flags & FlagAsymCapacity
 		}
 		out.chains[id] = doms
 	}

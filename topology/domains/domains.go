@@ -18,7 +18,7 @@ const (
 	LLC     LevelName = "LLC"     // CPUs sharing the last-level cache (Linux "MC")
 	Die     LevelName = "DIE"     // one die
 	Package LevelName = "PACKAGE" // one package (socket)
-	NodeLvl LevelName = "NODE"    // one NUMA node
+	Node    LevelName = "NODE"    // one NUMA node
 	NUMA    LevelName = "NUMA"    // nodes within one NUMA distance
 	Machine LevelName = "MACHINE" // every usable CPU
 )
@@ -28,20 +28,20 @@ type Flags uint32
 
 // The flags. Their meaning follows include/linux/sched/sd_flags.h.
 const (
-	BalanceNewIdle   Flags = 1 << iota // SD_BALANCE_NEWIDLE: balance when a CPU goes idle
-	BalanceExec                        // SD_BALANCE_EXEC: place on exec
-	BalanceFork                        // SD_BALANCE_FORK: place on fork / new task
-	BalanceWake                        // SD_BALANCE_WAKE: place on wake-up
-	WakeAffine                         // SD_WAKE_AFFINE: wake near the waker
-	ShareCPUCapacity                   // SD_SHARE_CPUCAPACITY: SMT siblings
-	ShareLLC                           // SD_SHARE_LLC (was SD_SHARE_PKG_RESOURCES)
-	Serialize                          // SD_SERIALIZE: one balancer at a time machine-wide
-	NUMAFlag                           // SD_NUMA: crosses NUMA nodes
-	AsymCapacity                       // SD_ASYM_CPUCAPACITY: spans CPUs of different capacity
-	AsymCapacityFull                   // SD_ASYM_CPUCAPACITY_FULL: spans every capacity there is
-	PreferSibling                      // SD_PREFER_SIBLING: spread tasks to sibling groups first
-	ClusterFlag                        // SD_CLUSTER: cores sharing a cluster (L2 or cluster_id)
-	Overlap                            // SD_OVERLAP: groups may overlap (NUMA levels)
+	FlagBalanceNewIdle   Flags = 1 << iota // SD_BALANCE_NEWIDLE: balance when a CPU goes idle
+	FlagBalanceExec                        // SD_BALANCE_EXEC: place on exec
+	FlagBalanceFork                        // SD_BALANCE_FORK: place on fork / new task
+	FlagBalanceWake                        // SD_BALANCE_WAKE: place on wake-up
+	FlagWakeAffine                         // SD_WAKE_AFFINE: wake near the waker
+	FlagShareCPUCapacity                   // SD_SHARE_CPUCAPACITY: SMT siblings
+	FlagShareLLC                           // SD_SHARE_LLC (was SD_SHARE_PKG_RESOURCES)
+	FlagSerialize                          // SD_SERIALIZE: one balancer at a time machine-wide
+	FlagNUMA                               // SD_NUMA: crosses NUMA nodes
+	FlagAsymCapacity                       // SD_ASYM_CPUCAPACITY: spans CPUs of different capacity
+	FlagAsymCapacityFull                   // SD_ASYM_CPUCAPACITY_FULL: spans every capacity there is
+	FlagPreferSibling                      // SD_PREFER_SIBLING: spread tasks to sibling groups first
+	FlagCluster                            // SD_CLUSTER: cores sharing a cluster (L2 or cluster_id)
+	FlagOverlap                            // SD_OVERLAP: groups may overlap (NUMA levels)
 )
 
 // flagNames are the kernel names of the flags, in bit order.
@@ -114,7 +114,7 @@ type Level struct {
 	Spans []cpuset.Set
 	// Params are the parameters of the level's widest domain; each Domain
 	// carries its own (they differ in the span-derived numbers when spans
-	// differ in size, and in AsymCapacity). Params.Flags has AsymCapacity
+	// differ in size, and in FlagAsymCapacity). Params.Flags has FlagAsymCapacity
 	// when any domain of the level has it.
 	Params Params
 }
@@ -165,7 +165,7 @@ type Domains struct {
 func (d *Domains) Chain(cpu int) []Domain { return d.chains[cpu] }
 
 // Highest returns cpu's outermost domain whose flags include all of f, the
-// way highest_flag_domain finds sd_llc (f = ShareLLC); nil when none has.
+// way highest_flag_domain finds sd_llc (f = FlagShareLLC); nil when none has.
 func (d *Domains) Highest(cpu int, f Flags) *Domain {
 	chain := d.chains[cpu]
 	for i := len(chain) - 1; i >= 0; i-- {
@@ -177,7 +177,7 @@ func (d *Domains) Highest(cpu int, f Flags) *Domain {
 }
 
 // Lowest returns cpu's innermost domain whose flags include all of f, the
-// way lowest_flag_domain finds sd_numa (f = NUMAFlag); nil when none has.
+// way lowest_flag_domain finds sd_numa (f = FlagNUMA); nil when none has.
 func (d *Domains) Lowest(cpu int, f Flags) *Domain {
 	chain := d.chains[cpu]
 	for i := range chain {

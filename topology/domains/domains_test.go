@@ -142,7 +142,7 @@ func checkDomains(tb testing.TB, top *topology.Topology, d *Domains) {
 		if len(l.Spans) == 0 {
 			tb.Errorf("level %s has no spans", l.Name)
 		}
-		if l.Params.Flags&NUMAFlag == 0 {
+		if l.Params.Flags&FlagNUMA == 0 {
 			for a := range l.Spans {
 				for b := a + 1; b < len(l.Spans); b++ {
 					if l.Spans[a].Intersects(l.Spans[b]) {
@@ -199,7 +199,7 @@ func checkDomains(tb testing.TB, top *topology.Topology, d *Domains) {
 				if g.IsEmpty() || !g.IsSubsetOf(dom.Span) {
 					tb.Errorf("%s: group %s not a non-empty subset of span %s", name, g, dom.Span)
 				}
-				if dom.Params.Flags&Overlap == 0 && cover.Intersects(g) {
+				if dom.Params.Flags&FlagOverlap == 0 && cover.Intersects(g) {
 					tb.Errorf("%s: groups %s overlap on a non-NUMA level", name, groupSummary(dom))
 				}
 				if gi == 0 && i > 0 && !g.Equal(chain[i-1].Span) {
@@ -231,7 +231,7 @@ func synthNodeEvery(perNode int) func(pkg, core int) int {
 	return func(_, core int) int { return core / perNode }
 }
 
-func TestBuildDomainsLevels(t *testing.T) {
+func TestBuildLevels(t *testing.T) {
 	ring := [][]int{{10, 20, 30, 20}, {20, 10, 20, 30}, {30, 20, 10, 20}, {20, 30, 20, 10}}
 	tests := []struct {
 		name  string
@@ -371,7 +371,7 @@ func TestBuildDomainsLevels(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			top := tt.m.build(t)
-			d, err := BuildDomains(top)
+			d, err := Build(top)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -391,9 +391,9 @@ func TestBuildDomainsLevels(t *testing.T) {
 	}
 }
 
-// TestBuildDomainsGroups checks the groups against the examples worked out in
+// TestBuildGroups checks the groups against the examples worked out in
 // the comments of kernel/sched/topology.c.
-func TestBuildDomainsGroups(t *testing.T) {
+func TestBuildGroups(t *testing.T) {
 	tests := []struct {
 		name   string
 		matrix [][]int
@@ -433,7 +433,7 @@ func TestBuildDomainsGroups(t *testing.T) {
 				cpus:  synthGrid(4, 1, 1, func(p, _ int) int { return p }),
 				nodes: []int{0, 1, 2, 3}, matrix: tt.matrix,
 			}.build(t)
-			d, err := BuildDomains(top)
+			d, err := Build(top)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -451,7 +451,7 @@ func TestBuildDomainsGroups(t *testing.T) {
 	}
 }
 
-func TestBuildDomainsParams(t *testing.T) {
+func TestBuildParams(t *testing.T) {
 	// 2 packages (one node each) x 2 cores x 2 threads, L3 per package,
 	// distance 40: SMT, LLC, NUMA/40.
 	m := synthMachine{
@@ -465,16 +465,16 @@ func TestBuildDomainsParams(t *testing.T) {
 		flags           Flags
 		imbNUMA         int
 	}
-	base := BalanceNewIdle | BalanceExec | BalanceFork | WakeAffine | PreferSibling
+	base := FlagBalanceNewIdle | FlagBalanceExec | FlagBalanceFork | FlagWakeAffine | FlagPreferSibling
 	wants := []want{
-		{SMT, 110, 0, base | ShareCPUCapacity | ShareLLC, 0},
-		{LLC, 117, 1, base | ShareLLC, 0},
+		{SMT, 110, 0, base | FlagShareCPUCapacity | FlagShareLLC, 0},
+		{LLC, 117, 1, base | FlagShareLLC, 0},
 		// 40 > RECLAIM_DISTANCE: no exec/fork balancing, no wake-affine.
 		// imb_numa_nr: the level above the LLC (the node, one LLC)
 		// gets max(1, 4>>3) = 1, scaled by 8/8 at the first NUMA level.
-		{NUMA, 125, 2, BalanceNewIdle | NUMAFlag | Serialize | Overlap, 1},
+		{NUMA, 125, 2, FlagBalanceNewIdle | FlagNUMA | FlagSerialize | FlagOverlap, 1},
 	}
-	d, err := BuildDomains(m.build(t))
+	d, err := Build(m.build(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,11 +496,11 @@ func TestBuildDomainsParams(t *testing.T) {
 
 	// Distance 20 is within RECLAIM_DISTANCE: fork/exec/wake-affine stay.
 	m.matrix = [][]int{{10, 20}, {20, 10}}
-	d, err = BuildDomains(m.build(t))
+	d, err = Build(m.build(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := d.Chain(0)[2].Params.Flags; f != base&^PreferSibling|NUMAFlag|Serialize|Overlap {
+	if f := d.Chain(0)[2].Params.Flags; f != base&^FlagPreferSibling|FlagNUMA|FlagSerialize|FlagOverlap {
 		t.Errorf("NUMA/20 flags %s", f)
 	}
 
@@ -508,17 +508,17 @@ func TestBuildDomainsParams(t *testing.T) {
 	m.matrix = [][]int{{10, 32}, {32, 10}}
 	for _, zen := range []bool{false, true} {
 		m.amdZen = zen
-		d, err = BuildDomains(m.build(t))
+		d, err = Build(m.build(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := d.Chain(0)[2].Params.Flags&WakeAffine != 0; got != zen {
+		if got := d.Chain(0)[2].Params.Flags&FlagWakeAffine != 0; got != zen {
 			t.Errorf("distance 32, AMD Zen %v: wake-affine %v", zen, got)
 		}
 	}
 }
 
-func TestBuildDomainsAsymCapacity(t *testing.T) {
+func TestBuildAsymCapacity(t *testing.T) {
 	// One package: cluster {0,1} of big cores, cluster {2,3} of little ones.
 	cpus := synthGrid(1, 4, 1, func(int, int) int { return 0 })
 	for i := range cpus {
@@ -526,7 +526,7 @@ func TestBuildDomainsAsymCapacity(t *testing.T) {
 		cpus[i].capacity = []int{1024, 1024, 512, 512}[i]
 	}
 	top := synthMachine{cpus: cpus, l2: []string{"0-1", "2-3"}, llc: []string{"0-3"}}.build(t)
-	d, err := BuildDomains(top)
+	d, err := Build(top)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,16 +536,16 @@ func TestBuildDomainsAsymCapacity(t *testing.T) {
 	}
 	chain := d.Chain(0)
 	outer := chain[len(chain)-1]
-	if outer.Params.Flags&(AsymCapacity|AsymCapacityFull) != AsymCapacity|AsymCapacityFull {
+	if outer.Params.Flags&(FlagAsymCapacity|FlagAsymCapacityFull) != FlagAsymCapacity|FlagAsymCapacityFull {
 		t.Errorf("outer domain %s flags %s, want ASYM_CPUCAPACITY_FULL", outer.Span, outer.Params.Flags)
 	}
 	inner := chain[0]
-	if inner.Params.Flags&(AsymCapacity|PreferSibling) != 0 {
+	if inner.Params.Flags&(FlagAsymCapacity|FlagPreferSibling) != 0 {
 		t.Errorf("inner domain %s flags %s: want no asymmetry and no PREFER_SIBLING below an asymmetric parent", inner.Span, inner.Params.Flags)
 	}
 }
 
-func TestBuildDomainsErrors(t *testing.T) {
+func TestBuildErrors(t *testing.T) {
 	good := func() *topology.Topology {
 		return synthMachine{
 			cpus:  synthGrid(2, 1, 1, func(p, _ int) int { return p }),
@@ -567,7 +567,7 @@ func TestBuildDomainsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := BuildDomains(tt.break_(good()))
+			_, err := Build(tt.break_(good()))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want one containing %q", err, tt.want)
 			}
@@ -581,8 +581,8 @@ func TestFlagsString(t *testing.T) {
 		want string
 	}{
 		{0, "0"},
-		{BalanceNewIdle | WakeAffine, "SD_BALANCE_NEWIDLE|SD_WAKE_AFFINE"},
-		{NUMAFlag | Overlap, "SD_NUMA|SD_OVERLAP"},
+		{FlagBalanceNewIdle | FlagWakeAffine, "SD_BALANCE_NEWIDLE|SD_WAKE_AFFINE"},
+		{FlagNUMA | FlagOverlap, "SD_NUMA|SD_OVERLAP"},
 	} {
 		if got := tt.f.String(); got != tt.want {
 			t.Errorf("Flags(%#x).String() = %q, want %q", uint32(tt.f), got, tt.want)
@@ -596,18 +596,18 @@ func TestHighestLowest(t *testing.T) {
 		llc:   []string{"0-3", "4-7"},
 		nodes: []int{0, 1}, matrix: [][]int{{10, 20}, {20, 10}},
 	}.build(t)
-	d, err := BuildDomains(top)
+	d, err := Build(top)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if llc := d.Highest(5, ShareLLC); llc == nil || llc.Span.String() != "4-7" {
-		t.Errorf("Highest(5, ShareLLC) = %v, want the 4-7 domain", llc)
+	if llc := d.Highest(5, FlagShareLLC); llc == nil || llc.Span.String() != "4-7" {
+		t.Errorf("Highest(5, FlagShareLLC) = %v, want the 4-7 domain", llc)
 	}
-	if numa := d.Lowest(5, NUMAFlag); numa == nil || numa.Span.String() != "0-7" {
-		t.Errorf("Lowest(5, NUMAFlag) = %v, want the 0-7 domain", numa)
+	if numa := d.Lowest(5, FlagNUMA); numa == nil || numa.Span.String() != "0-7" {
+		t.Errorf("Lowest(5, FlagNUMA) = %v, want the 0-7 domain", numa)
 	}
-	if got := d.Lowest(5, ClusterFlag); got != nil {
-		t.Errorf("Lowest(5, ClusterFlag) = %v, want nil", got)
+	if got := d.Lowest(5, FlagCluster); got != nil {
+		t.Errorf("Lowest(5, FlagCluster) = %v, want nil", got)
 	}
 	if got := d.Chain(99); got != nil {
 		t.Errorf("Chain(99) = %v, want nil", got)
@@ -662,10 +662,10 @@ var corpusLevels = map[string][]string{
 	"nvidia-dgx-gb10": {"LLC 2×10", "PACKAGE 1×20"},
 }
 
-// TestBuildDomainsCorpus builds the domains of every corpus machine and
+// TestBuildCorpus builds the domains of every corpus machine and
 // checks their properties, the NUMA distances against the kernel's table (as
 // sched_init_numa would collect them) and the levels of the machines above.
-func TestBuildDomainsCorpus(t *testing.T) {
+func TestBuildCorpus(t *testing.T) {
 	corpus.Dir(t) // skips with a message when ../shared is absent
 	names := corpus.Names()
 	if len(names) == 0 {
@@ -683,7 +683,7 @@ func TestBuildDomainsCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := BuildDomains(top)
+			d, err := Build(top)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -737,7 +737,7 @@ func kernelNUMADistances(t *testing.T, e *corpus.Expected, top *topology.Topolog
 	return out
 }
 
-func BenchmarkBuildDomains(b *testing.B) {
+func BenchmarkBuild(b *testing.B) {
 	// 256 CPUs in 64 nodes of 2 packages, 4 distance levels.
 	cpus := synthGrid(128, 2, 1, func(p, _ int) int { return p / 2 })
 	nodes := make([]int, 64)
@@ -761,7 +761,7 @@ func BenchmarkBuildDomains(b *testing.B) {
 	top := synthMachine{cpus: cpus, nodes: nodes, matrix: matrix}.build(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := BuildDomains(top); err != nil {
+		if _, err := Build(top); err != nil {
 			b.Fatal(err)
 		}
 	}
