@@ -24,6 +24,8 @@ const (
 
 // Level is one level of the domain hierarchy.
 type Level struct {
+	// Name is the level's name; NUMA names every NUMA level, told apart by
+	// Distance.
 	Name LevelName
 	// Depth is the position in Domains.Levels (0 = innermost).
 	Depth int
@@ -38,8 +40,8 @@ type Level struct {
 	Spans []cpuset.Set
 	// Params are the parameters of the level's widest domain; each Domain
 	// carries its own (they differ in the span-derived numbers when spans
-	// differ in size, and in FlagAsymCapacity). Params.Flags has FlagAsymCapacity
-	// when any domain of the level has it.
+	// differ in size, and in FlagAsymCapacity). Params.Flags has
+	// FlagAsymCapacity when any domain of the level has it.
 	Params Params
 }
 
@@ -57,8 +59,12 @@ func (l *Level) SpanIDs() [][]int {
 // the spans of the child level that together cover it (Linux's sched_group
 // ring), the CPU's own group first.
 type Domain struct {
-	Level  *Level
-	Span   cpuset.Set
+	// Level is the level the domain belongs to.
+	Level *Level
+	// Span is the set of CPUs the domain balances across, the CPU included.
+	Span cpuset.Set
+	// Groups cover Span, the CPU's own group first; on NUMA levels they
+	// may overlap.
 	Groups []cpuset.Set
 	// Params are this domain's parameters (sd_init on this CPU's span).
 	Params Params

@@ -4,7 +4,7 @@ package domains
 
 import "strings"
 
-// Flags are the balancing behaviours a level allows, after Linux's SD_* flags.
+// Flags are the balancing behaviours a domain allows, after Linux's SD_* flags.
 type Flags uint32
 
 // The flags. Their meaning follows include/linux/sched/sd_flags.h.

@@ -70,7 +70,7 @@ type Params struct {
 	MaxIntervalMs  int   // max_interval = 2 * span weight (ms)
 	BusyFactor     int   // interval multiplier while the CPU is busy
 	CacheNiceTries int   // failed balance attempts before cache-hot tasks move
-	Flags          Flags // what balancing the level allows
+	Flags          Flags // what balancing the domain allows
 	// ImbNUMANr is the number of tasks a NUMA balance may leave imbalanced
 	// (sched_domain.imb_numa_nr, set in build_sched_domains); 0 below the
 	// first level above the LLC.
