@@ -5,6 +5,7 @@ import (
 
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // HierarchicalConfig tunes Hierarchical. Zero fields mean the defaults.
@@ -93,7 +94,7 @@ func (h *Hierarchical) Name() string { return "hierarchical" }
 func (h *Hierarchical) Config() HierarchicalConfig { return h.cfg }
 
 // Bind prepares the policy for cpus of topo.
-func (h *Hierarchical) Bind(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
+func (h *Hierarchical) Bind(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
 	m, err := newMachine(topo, doms, cpus)
 	if err != nil {
 		return nil, err
@@ -263,7 +264,7 @@ func (t *hierThief) shouldBalance(st *step, load Load, s Search) bool {
 func (t *hierThief) Victims(buf []Victim, i int, load Load, s Search) []Victim {
 	st := &t.steps[i]
 	t.pass[i] = passGated
-	if s.Mode == NewlyIdle && st.params.Flags&topology.BalanceNewIdle == 0 && !s.Final {
+	if s.Mode == NewlyIdle && st.params.Flags&domains.FlagBalanceNewIdle == 0 && !s.Final {
 		return buf
 	}
 	if st.remote && !s.Final {

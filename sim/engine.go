@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/numasteal/numasteal/balance"
-	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // The simulator is discrete-event: virtual time in nanoseconds jumps from
@@ -110,7 +110,7 @@ type simEngine struct {
 	dups          int // tasks started more than once (a bug)
 }
 
-func newSimEngine(o Options, doms *topology.Domains, p balance.Policy) (*simEngine, error) {
+func newSimEngine(o Options, doms *domains.Domains, p balance.Policy) (*simEngine, error) {
 	topo := o.Topology
 	ids := topo.Usable.IDs()
 	wl, err := newSimWorkload(o.Workload, len(ids), o.Seed)
@@ -152,7 +152,7 @@ func newSimEngine(o Options, doms *topology.Domains, p balance.Policy) (*simEngi
 	}
 	// LLC: the innermost domain with SD_SHARE_LLC, else the core (SMT).
 	for i, c := range ids {
-		if d := doms.Highest(c, topology.ShareLLC); d != nil {
+		if d := doms.Highest(c, domains.FlagShareLLC); d != nil {
 			e.cpus[i].llc = e.pos[d.Span.First()]
 		}
 	}

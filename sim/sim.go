@@ -6,6 +6,7 @@ import (
 
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // Options configure Run. Zero fields mean defaults.
@@ -131,7 +132,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if _, err := newSimWorkload(o.Workload, 1, 0); err != nil {
 		return Result{}, err
 	}
-	doms, err := topology.BuildDomains(o.Topology)
+	doms, err := domains.Build(o.Topology)
 	if err != nil {
 		return Result{}, fmt.Errorf("sim: %w", err)
 	}

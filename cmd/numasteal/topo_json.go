@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // topoReport is the document "numasteal topo --json" prints (issue 2, item
@@ -92,7 +93,7 @@ type kindReport struct {
 }
 
 // newTopoReport fills the document from t and d.
-func newTopoReport(t *topology.Topology, d *topology.Domains) *topoReport {
+func newTopoReport(t *topology.Topology, d *domains.Domains) *topoReport {
 	r := &topoReport{
 		CPUs:                 t.Usable.IDs(),
 		Packages:             countUsable(t.Packages, t.Usable),
@@ -142,7 +143,7 @@ func newTopoReport(t *topology.Topology, d *topology.Domains) *topoReport {
 			ImbNUMANr:      p.ImbNUMANr,
 			Flags:          p.Flags.Names(),
 		}
-		if l.Name == topology.NUMA {
+		if l.Name == domains.NUMA {
 			dist := l.Distance
 			dom.Distance = &dist
 		}

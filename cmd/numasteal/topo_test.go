@@ -12,6 +12,7 @@ import (
 
 	"github.com/numasteal/numasteal/internal/corpus"
 	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // run runs the command line args and returns its exit code and output.
@@ -97,7 +98,7 @@ func decodeReport(t *testing.T, out string) *topoReport {
 
 // checkReport compares the document with the topology and domains it came
 // from.
-func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *topology.Domains) {
+func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *domains.Domains) {
 	t.Helper()
 	if !slices.Equal(r.CPUs, top.Usable.IDs()) {
 		t.Errorf("cpus %v, want %v", r.CPUs, top.Usable.IDs())
@@ -125,7 +126,7 @@ func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *topolog
 		if g.Name != string(l.Name) || g.ImbalancePct != l.Params.ImbalancePct || !slices.EqualFunc(g.Spans, l.SpanIDs(), slices.Equal) {
 			t.Errorf("domain %d: %s pct %d spans %v, want %s pct %d spans %v", i, g.Name, g.ImbalancePct, g.Spans, l.Name, l.Params.ImbalancePct, l.SpanIDs())
 		}
-		if (g.Distance != nil) != (l.Name == topology.NUMA) || g.Distance != nil && *g.Distance != l.Distance {
+		if (g.Distance != nil) != (l.Name == domains.NUMA) || g.Distance != nil && *g.Distance != l.Distance {
 			t.Errorf("domain %d (%s): distance %v, want %d on NUMA levels only", i, g.Name, g.Distance, l.Distance)
 		}
 	}
@@ -138,7 +139,7 @@ func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *topolog
 
 // checkText checks the human output against the topology: one PU line per
 // usable CPU, the numactl node lines, and with domains every level.
-func checkText(t *testing.T, out string, top *topology.Topology, d *topology.Domains) {
+func checkText(t *testing.T, out string, top *topology.Topology, d *domains.Domains) {
 	t.Helper()
 	pus := regexp.MustCompile(`PU L#(\d+) \(P#(\d+)\)`).FindAllStringSubmatch(out, -1)
 	var got []int
@@ -179,7 +180,7 @@ func TestTopoLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := topology.BuildDomains(top)
+	d, err := domains.Build(top)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestTopoCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := topology.BuildDomains(top)
+			d, err := domains.Build(top)
 			if err != nil {
 				t.Fatal(err)
 			}
