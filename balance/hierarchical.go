@@ -79,11 +79,13 @@ func (c *HierarchicalConfig) defaults() {
 //     and then its idlest CPU, and stays in the local group unless the
 //     gain beats half the level's imbalance margin; at NUMA levels it stays
 //     while the local group has an idle CPU.
+//
+// The zero Hierarchical is valid and has the default settings, the same as
+// NewHierarchical(HierarchicalConfig{}).
 type Hierarchical struct{ cfg HierarchicalConfig }
 
 // NewHierarchical returns the policy with cfg (zero fields: defaults).
 func NewHierarchical(cfg HierarchicalConfig) *Hierarchical {
-	cfg.defaults()
 	return &Hierarchical{cfg: cfg}
 }
 
@@ -91,7 +93,11 @@ func NewHierarchical(cfg HierarchicalConfig) *Hierarchical {
 func (h *Hierarchical) Name() string { return "hierarchical" }
 
 // Config returns the settings in use, defaults filled in.
-func (h *Hierarchical) Config() HierarchicalConfig { return h.cfg }
+func (h *Hierarchical) Config() HierarchicalConfig {
+	cfg := h.cfg
+	cfg.defaults()
+	return cfg
+}
 
 // Bind prepares the policy for cpus of topo.
 func (h *Hierarchical) Bind(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
@@ -99,7 +105,8 @@ func (h *Hierarchical) Bind(topo *topology.Topology, doms *domains.Domains, cpus
 	if err != nil {
 		return nil, err
 	}
-	b := &hierBalancer{m: m, cfg: h.cfg, thieves: make([]hierThief, len(m.cpus))}
+	cfg := h.Config()
+	b := &hierBalancer{m: m, cfg: cfg, thieves: make([]hierThief, len(m.cpus))}
 	for i, c := range m.cpus {
 		steps := m.steps[i]
 		t := &b.thieves[i]
@@ -114,12 +121,12 @@ func (h *Hierarchical) Bind(topo *topology.Topology, doms *domains.Domains, cpus
 			rng:      newRNG(seed, c),
 		}
 		for j := range steps {
-			t.interval[j] = int64(steps[j].params.MinIntervalMs) * int64(h.cfg.IntervalUnit)
-			a := h.cfg.StealLocal
-			for k := 0; k < steps[j].hops && a < h.cfg.StealCap; k++ {
-				a *= h.cfg.StealGrowth
+			t.interval[j] = int64(steps[j].params.MinIntervalMs) * int64(cfg.IntervalUnit)
+			a := cfg.StealLocal
+			for k := 0; k < steps[j].hops && a < cfg.StealCap; k++ {
+				a *= cfg.StealGrowth
 			}
-			t.amount[j] = max(1, min(a, h.cfg.StealCap))
+			t.amount[j] = max(1, min(a, cfg.StealCap))
 		}
 	}
 	return b, nil
