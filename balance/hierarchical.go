@@ -13,12 +13,11 @@ type HierarchicalConfig struct {
 	// IntervalUnit is what one millisecond of Linux's balance intervals
 	// (min_interval = span weight ms, max_interval = 2 × span weight ms)
 	// becomes here. A user-space steal costs far less than a kernel
-	// rebalance; the default is 250ns, measured in the simulator
-	// (docs/BENCHMARKS.md, simulator section): on 128ia64-17n4s2c fork-join, 1µs made the
-	// makespan 3% longer than Flat's and 10µs 71% (idle nodes waited out
-	// their intervals during the ramp-up), while at 250ns it is 3% shorter.
-	// A 128-CPU level then waits 32µs to 64µs after finding itself
-	// balanced.
+	// rebalance, and a long unit makes nodes that found their NUMA level
+	// balanced at the start of a fork-join wait out the interval while
+	// work piles up elsewhere; the default, 250ns, is chosen in the
+	// simulator (docs/BENCHMARKS.md, "balance interval"). A 128-CPU level
+	// then waits 32µs to 64µs after finding itself balanced.
 	IntervalUnit time.Duration
 	// MigrationCost is sysctl_sched_migration_cost: a task that ran less
 	// than this long ago is cache-hot. Default 500µs.

@@ -175,8 +175,9 @@ func cpuLoad(load Load, cpu int) int64 {
 	return n * loadScale
 }
 
-// loadScale is the load of one runnable task (the 128; Linux's
-// SCHED_LOAD_SCALE was 1024 and its cpu_load[] decayed the same way).
+// loadScale is the load of one runnable task, 128: the unit the loads are
+// smoothed and compared in (Linux's SCHED_LOAD_SCALE was 1024, and its
+// cpu_load[] decayed the same way).
 const loadScale = 128
 
 // isIdle reports whether cpu runs nothing and has nothing queued.

@@ -6,10 +6,11 @@ import (
 	"github.com/numasteal/numasteal/topology/domains"
 )
 
-// topoReport is the document "numasteal topo --json" prints (issue 2, item
-// 5): the keys cpus, packages, cores, nodes, distances, caches and domains
-// first, then extras. Lists are never null; distances and quota are null
-// when the machine has none. CPU lists hold usable CPUs only.
+// topoReport is the document "numasteal topo --json" prints: the keys
+// cpus, packages, cores, nodes, distances, caches and domains first (the
+// ones scripts rely on; the tests check them, jsonKeys), then extras.
+// Lists are never null; distances and quota are null when the machine has
+// none. CPU lists hold usable CPUs only.
 type topoReport struct {
 	CPUs      []int          `json:"cpus"`
 	Packages  int            `json:"packages"`

@@ -63,7 +63,8 @@ func TestTopoCancelled(t *testing.T) {
 	}
 }
 
-// jsonKeys are the keys issue 2 requires, each with whether it may be null.
+// jsonKeys are the keys topo --json always prints (topoReport), each with
+// whether it may be null.
 var jsonKeys = map[string]bool{
 	"cpus": false, "packages": false, "cores": false, "nodes": false,
 	"distances": true, "caches": false, "domains": false,
