@@ -20,8 +20,10 @@ import (
 // unlocks it, so the thread goes back to the runtime's pool as it was. If
 // the old mask cannot be restored, the goroutine ends still locked and the
 // runtime ends the thread, so a pinned mask never leaks to other
-// goroutines. (Ending the thread every time, as an earlier version did,
-// cost a thread creation per process: BenchmarkStartPinned, docs/BENCHMARKS.md.)
+// goroutines.
+//
+// Rejected: ending the thread after every start, which costs a thread
+// creation per process (BenchmarkStartPinned measures a start).
 //
 // Rejected: pinning the caller's own thread and restoring its mask after
 // Start. It would narrow, for a moment, a thread the caller may have pinned

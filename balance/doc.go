@@ -2,7 +2,7 @@
 // order of an idle worker, how much it steals, where a new task or process
 // lands, and when periodic balancing moves queued work. It is the
 // user-space counterpart of Linux's load balancer (kernel/sched/fair.c)
-// run over the scheduling domains the topology package builds.
+// run over the scheduling domains that package topology/domains builds.
 //
 // A Policy is bound to a machine (Bind) and answers through a Balancer: a
 // shared, read-only part (Place, safe for concurrent use) and one Thief per

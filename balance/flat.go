@@ -5,6 +5,7 @@ import (
 
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // Flat ignores the topology: an idle CPU tries every other CPU in a random
@@ -18,7 +19,7 @@ type Flat struct{}
 func (Flat) Name() string { return "flat" }
 
 // Bind prepares the policy for cpus of topo.
-func (Flat) Bind(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
+func (Flat) Bind(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
 	m, err := newMachine(topo, doms, cpus)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/internal/corpus"
 	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // fakeLoad is a balance.Load written as a string: "4:R 5:R+1 0:+2" means
@@ -46,13 +47,13 @@ func (l *fakeLoad) Queued(cpu int) int   { return l.queued[cpu] }
 func (l *fakeLoad) Running(cpu int) bool { return l.running[cpu] }
 
 // machine reads a corpus machine and its domains.
-func machine(t *testing.T, name string) (*topology.Topology, *topology.Domains) {
+func machine(t *testing.T, name string) (*topology.Topology, *domains.Domains) {
 	t.Helper()
 	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, name)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	doms, err := topology.BuildDomains(topo)
+	doms, err := domains.Build(topo)
 	if err != nil {
 		t.Fatal(err)
 	}

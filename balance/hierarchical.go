@@ -5,6 +5,7 @@ import (
 
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // HierarchicalConfig tunes Hierarchical. Zero fields mean the defaults.
@@ -12,12 +13,11 @@ type HierarchicalConfig struct {
 	// IntervalUnit is what one millisecond of Linux's balance intervals
 	// (min_interval = span weight ms, max_interval = 2 × span weight ms)
 	// becomes here. A user-space steal costs far less than a kernel
-	// rebalance; the default is 250ns, measured in the simulator
-	// (docs/BENCHMARKS.md, simulator section): on 128ia64-17n4s2c fork-join, 1µs made the
-	// makespan 3% longer than Flat's and 10µs 71% (idle nodes waited out
-	// their intervals during the ramp-up), while at 250ns it is 3% shorter.
-	// A 128-CPU level then waits 32µs to 64µs after finding itself
-	// balanced.
+	// rebalance, and a long unit makes nodes that found their NUMA level
+	// balanced at the start of a fork-join wait out the interval while
+	// work piles up elsewhere; the default, 250ns, is chosen in the
+	// simulator (docs/BENCHMARKS.md, "balance interval"). A 128-CPU level
+	// then waits 32µs to 64µs after finding itself balanced.
 	IntervalUnit time.Duration
 	// MigrationCost is sysctl_sched_migration_cost: a task that ran less
 	// than this long ago is cache-hot. Default 500µs.
@@ -78,11 +78,13 @@ func (c *HierarchicalConfig) defaults() {
 //     and then its idlest CPU, and stays in the local group unless the
 //     gain beats half the level's imbalance margin; at NUMA levels it stays
 //     while the local group has an idle CPU.
+//
+// The zero Hierarchical is valid and has the default settings, the same as
+// NewHierarchical(HierarchicalConfig{}).
 type Hierarchical struct{ cfg HierarchicalConfig }
 
 // NewHierarchical returns the policy with cfg (zero fields: defaults).
 func NewHierarchical(cfg HierarchicalConfig) *Hierarchical {
-	cfg.defaults()
 	return &Hierarchical{cfg: cfg}
 }
 
@@ -90,15 +92,20 @@ func NewHierarchical(cfg HierarchicalConfig) *Hierarchical {
 func (h *Hierarchical) Name() string { return "hierarchical" }
 
 // Config returns the settings in use, defaults filled in.
-func (h *Hierarchical) Config() HierarchicalConfig { return h.cfg }
+func (h *Hierarchical) Config() HierarchicalConfig {
+	cfg := h.cfg
+	cfg.defaults()
+	return cfg
+}
 
 // Bind prepares the policy for cpus of topo.
-func (h *Hierarchical) Bind(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
+func (h *Hierarchical) Bind(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
 	m, err := newMachine(topo, doms, cpus)
 	if err != nil {
 		return nil, err
 	}
-	b := &hierBalancer{m: m, cfg: h.cfg, thieves: make([]hierThief, len(m.cpus))}
+	cfg := h.Config()
+	b := &hierBalancer{m: m, cfg: cfg, thieves: make([]hierThief, len(m.cpus))}
 	for i, c := range m.cpus {
 		steps := m.steps[i]
 		t := &b.thieves[i]
@@ -113,12 +120,12 @@ func (h *Hierarchical) Bind(topo *topology.Topology, doms *topology.Domains, cpu
 			rng:      newRNG(seed, c),
 		}
 		for j := range steps {
-			t.interval[j] = int64(steps[j].params.MinIntervalMs) * int64(h.cfg.IntervalUnit)
-			a := h.cfg.StealLocal
-			for k := 0; k < steps[j].hops && a < h.cfg.StealCap; k++ {
-				a *= h.cfg.StealGrowth
+			t.interval[j] = int64(steps[j].params.MinIntervalMs) * int64(cfg.IntervalUnit)
+			a := cfg.StealLocal
+			for k := 0; k < steps[j].hops && a < cfg.StealCap; k++ {
+				a *= cfg.StealGrowth
 			}
-			t.amount[j] = max(1, min(a, h.cfg.StealCap))
+			t.amount[j] = max(1, min(a, cfg.StealCap))
 		}
 	}
 	return b, nil
@@ -263,7 +270,7 @@ func (t *hierThief) shouldBalance(st *step, load Load, s Search) bool {
 func (t *hierThief) Victims(buf []Victim, i int, load Load, s Search) []Victim {
 	st := &t.steps[i]
 	t.pass[i] = passGated
-	if s.Mode == NewlyIdle && st.params.Flags&topology.BalanceNewIdle == 0 && !s.Final {
+	if s.Mode == NewlyIdle && st.params.Flags&domains.FlagBalanceNewIdle == 0 && !s.Final {
 		return buf
 	}
 	if st.remote && !s.Final {

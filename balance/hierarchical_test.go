@@ -292,3 +292,30 @@ func TestHierarchicalBalanceFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestHierarchicalZeroValue checks that the zero Hierarchical is the
+// default policy: the same settings, and the same victims with the same
+// steal amounts, on a NUMA machine.
+func TestHierarchicalZeroValue(t *testing.T) {
+	var zero balance.Hierarchical
+	def := balance.NewHierarchical(balance.HierarchicalConfig{})
+	if zero.Config() != def.Config() {
+		t.Fatalf("zero Config %+v, default %+v", zero.Config(), def.Config())
+	}
+	topo, doms := machine(t, "16amd64-8n2c")
+	load := parseLoad(t, "0:R+3 1:R+3 5:R+8")
+	var got [2][]balance.Victim
+	for i, p := range []balance.Policy{&zero, def} {
+		b, err := p.Bind(topo, doms, topo.Usable, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th := b.Thief(4)
+		for step := range th.Steps() {
+			got[i] = append(got[i], th.Victims(make([]balance.Victim, 0, b.MaxVictims()), step, load, balance.Search{Final: true})...)
+		}
+	}
+	if len(got[0]) == 0 || !slices.Equal(got[0], got[1]) {
+		t.Errorf("victims of the zero policy %v, of the default %v", got[0], got[1])
+	}
+}

@@ -3,6 +3,7 @@ package balance
 import (
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // Local never leaves the node: an idle CPU tries the CPUs of its own node,
@@ -17,7 +18,7 @@ type Local struct{}
 func (Local) Name() string { return "local" }
 
 // Bind prepares the policy for cpus of topo.
-func (Local) Bind(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
+func (Local) Bind(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set, seed uint64) (Balancer, error) {
 	m, err := newMachine(topo, doms, cpus)
 	if err != nil {
 		return nil, err

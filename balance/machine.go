@@ -5,6 +5,7 @@ import (
 
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // machine is the read-only view of the bound CPUs that every policy
@@ -18,8 +19,8 @@ type machine struct {
 
 // step is one domain of one CPU's chain, reduced to the bound CPUs.
 type step struct {
-	depth  int // topology.Level.Depth
-	params topology.Params
+	depth  int // domains.Level.Depth
+	params domains.Params
 	span   cpuset.Set
 	weight int     // bound CPUs in span
 	groups [][]int // bound CPUs of each group, the CPU's own group first (never empty)
@@ -29,7 +30,7 @@ type step struct {
 }
 
 // newMachine builds the tables for cpus, which must be usable CPUs of doms.
-func newMachine(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set) (*machine, error) {
+func newMachine(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set) (*machine, error) {
 	if topo == nil || doms == nil {
 		return nil, fmt.Errorf("balance: bind: nil topology or domains")
 	}
@@ -89,8 +90,8 @@ func newMachine(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set
 			}
 			st.added = st.span.Difference(seen).IDs()
 			seen = seen.Union(st.span)
-			st.remote = d.Params.Flags&topology.NUMAFlag != 0 || m.spansNodes(st.span, topo)
-			if d.Params.Flags&topology.ShareLLC == 0 {
+			st.remote = d.Params.Flags&domains.FlagNUMA != 0 || m.spansNodes(st.span, topo)
+			if d.Params.Flags&domains.FlagShareLLC == 0 {
 				hops++
 			}
 			st.hops = hops
@@ -108,8 +109,8 @@ func newMachine(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set
 				depth: depth, span: cpus, weight: cpus.Len(),
 				groups: [][]int{list(seen), rest.IDs()}, added: rest.IDs(),
 				remote: true, hops: hops,
-				params: topology.Params{ImbalancePct: 125, MinIntervalMs: cpus.Len(), MaxIntervalMs: 2 * cpus.Len(),
-					BusyFactor: 16, CacheNiceTries: 2, Flags: topology.BalanceNewIdle | topology.NUMAFlag},
+				params: domains.Params{ImbalancePct: 125, MinIntervalMs: cpus.Len(), MaxIntervalMs: 2 * cpus.Len(),
+					BusyFactor: 16, CacheNiceTries: 2, Flags: domains.FlagBalanceNewIdle | domains.FlagNUMA},
 			})
 		}
 	}
@@ -174,8 +175,9 @@ func cpuLoad(load Load, cpu int) int64 {
 	return n * loadScale
 }
 
-// loadScale is the load of one runnable task (the 128; Linux's
-// SCHED_LOAD_SCALE was 1024 and its cpu_load[] decayed the same way).
+// loadScale is the load of one runnable task, 128: the unit the loads are
+// smoothed and compared in (Linux's SCHED_LOAD_SCALE was 1024, and its
+// cpu_load[] decayed the same way).
 const loadScale = 128
 
 // isIdle reports whether cpu runs nothing and has nothing queued.

@@ -1,6 +1,6 @@
 package balance
 
-import "github.com/numasteal/numasteal/topology"
+import "github.com/numasteal/numasteal/topology/domains"
 
 // Place is find_idlest_cpu: from the highest domain of from that balances
 // on fork (or exec), find the idlest group; if it is not the local one,
@@ -12,9 +12,9 @@ func (b *hierBalancer) Place(from int, kind PlaceKind, load Load) int {
 	if m.pos(from) < 0 {
 		from = m.cpus[0]
 	}
-	flag := topology.BalanceFork
+	flag := domains.FlagBalanceFork
 	if kind == PlaceExec {
-		flag = topology.BalanceExec
+		flag = domains.FlagBalanceExec
 	}
 	cpu := from
 	steps := m.steps[m.pos(cpu)]

@@ -5,6 +5,7 @@ import (
 
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // Load is what a policy sees of the machine. The runtime answers from its
@@ -68,7 +69,7 @@ type Search struct {
 // Victim is one CPU to try stealing from.
 type Victim struct {
 	CPU int
-	// Level is the depth (topology.Level.Depth) of the innermost domain of
+	// Level is the depth (domains.Level.Depth) of the innermost domain of
 	// the thief that contains the victim, for per-level statistics.
 	Level int
 	// Max is the most tasks to take in one steal (at least 1): the
@@ -120,7 +121,7 @@ type Policy interface {
 	Name() string
 	// Bind prepares the policy for the CPUs cpus (which must be covered
 	// by doms) of topo. seed makes random choices reproducible.
-	Bind(topo *topology.Topology, doms *topology.Domains, cpus cpuset.Set, seed uint64) (Balancer, error)
+	Bind(topo *topology.Topology, doms *domains.Domains, cpus cpuset.Set, seed uint64) (Balancer, error)
 }
 
 // Names lists the policies ByName knows, default first.

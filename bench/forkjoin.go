@@ -21,8 +21,9 @@ type ForkJoinOptions struct {
 	Progress func(contender string, rep, reps int)
 }
 
-// ForkJoinResult holds the medians, in nanoseconds, with the JSON names of
-// the issue that specified them.
+// ForkJoinResult holds the medians, in nanoseconds. The JSON names are
+// the ones the fork-join targets are written in (docs/BENCHMARKS.md), so
+// keep them stable.
 type ForkJoinResult struct {
 	FibN            int     `json:"fib_n"`
 	Workers         int     `json:"workers"`

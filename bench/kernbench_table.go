@@ -40,7 +40,7 @@ type KernbenchTarget struct {
 	Met   bool    `json:"met"`
 }
 
-// Targets returns the issue's two targets, where their rows exist:
+// Targets returns kernbench's two targets, where their rows exist:
 // numasteal at max ≤ 1.05× numasteal at 2x, and ≤ 0.95× make at max
 // (elapsed medians).
 func (r *KernbenchResult) Targets() []KernbenchTarget {

@@ -283,10 +283,17 @@ func TestAcquireWaits(t *testing.T) {
 		}
 		got <- b
 	}()
+	// The second Acquire blocks once it has found nothing and registered
+	// for a change: wait for that rather than for a time.
+	for deadline := time.Now().Add(time.Minute); !s.hasWaiter(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second Acquire never blocked")
+		}
+	}
 	select {
 	case b := <-got:
 		t.Fatalf("Acquire returned %v before a finished", b)
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
 	s.Done(a, true)
 	b := <-got
@@ -416,4 +423,12 @@ func TestProgressUntimedWithUnrelatedHistory(t *testing.T) {
 	if p := s.Progress(); p.Timed || p.WorkLeft != 2 || p.PathLeft != 2 {
 		t.Errorf("progress = %+v", p)
 	}
+}
+
+// hasWaiter reports whether a goroutine waits in Acquire or Wait for a
+// change of the schedule.
+func (s *Scheduler) hasWaiter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed != nil
 }

@@ -5,13 +5,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // Level names the farm as a scheduling-domain level: the outermost one,
-// above topology.Machine. Like a NUMA level it is only used when the
+// above domains.Machine. Like a NUMA level it is only used when the
 // levels below are busy, and it costs more (SendCost, network).
-const Level topology.LevelName = "FARM"
+const Level domains.LevelName = "FARM"
 
 // Config tunes a Farm. Zero fields take the defaults in brackets; the
 // values are guesses, to be tuned against real farms.

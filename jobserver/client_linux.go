@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +43,10 @@ type Client struct {
 	// waiting acquirers tie up one OS thread, not one each.
 	poller chan struct{}
 	done   chan struct{} // closed by Close
+	// waiting counts the Acquire calls that found no free implicit slot at
+	// entry, and polling the poller while it is in (or about to enter)
+	// poll(2): tests wait for them instead of sleeping.
+	waiting, polling atomic.Int32
 
 	mu         sync.Mutex
 	closed     bool
@@ -121,6 +126,13 @@ func (c *Client) Acquire(ctx context.Context) (Token, error) {
 	if err := ctx.Err(); err != nil {
 		return Token{}, err
 	}
+	select {
+	case <-c.implicit:
+		return c.grantImplicit()
+	default:
+	}
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
 	for {
 		select {
 		case <-c.implicit:
@@ -187,7 +199,10 @@ func (c *Client) poll(ctx context.Context) (Token, error) {
 			}
 		}
 		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+		c.polling.Add(1)
+		_, err := unix.Poll(fds, -1)
+		c.polling.Add(-1)
+		if err != nil && err != unix.EINTR {
 			return Token{}, fmt.Errorf("jobserver: poll: %w", err)
 		}
 		if fds[1].Revents&unix.POLLIN != 0 {

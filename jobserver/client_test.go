@@ -115,7 +115,7 @@ func TestAcquireImplicitFirst(t *testing.T) {
 		}
 		got <- tok
 	}()
-	time.Sleep(10 * time.Millisecond)
+	awaitClient(t, "Acquire in poll(2)", func() bool { return c.polling.Load() == 1 })
 	if err := c.Release(a); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestCloseReturnsTokensAndWakesWaiters(t *testing.T) {
 	for range 2 {
 		go func() { _, err := c.Acquire(ctx); errc <- err }()
 	}
-	time.Sleep(20 * time.Millisecond)
+	awaitClient(t, "two blocked Acquires, one in poll(2)", func() bool { return c.waiting.Load() == 2 && c.polling.Load() == 1 })
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -42,12 +42,12 @@ func (c *counters) init(levels int) {
 	c.pulls = make([]uint32, levels)
 }
 
-// stolenFrom counts a task taken from victim id.
-func (c *counters) stolenFrom(id int) {
+// stolenFrom counts n tasks taken from victim id by one steal.
+func (c *counters) stolenFrom(id, n int) {
 	if c.stolenFromBy[id] == 0 {
 		c.touched = append(c.touched, int32(id))
 	}
-	c.stolenFromBy[id]++
+	c.stolenFromBy[id] += uint32(n)
 }
 
 // totals are a worker's folded counts. The owner adds; Stats loads.
@@ -119,11 +119,14 @@ type WorkerStats struct {
 	TasksRun      uint64
 	Spawned       uint64 // tasks pushed to its deque or LIFO slot
 	Injected      uint64 // injected tasks it took from an inbox
-	StolenFrom    uint64 // tasks other workers stole from it
-	Parks         uint64
-	Wakeups       uint64
-	Steals        []uint64 // successful steals per level
-	FailedSteals  []uint64 // level scans that found nothing, per level
+	// StolenFrom counts the tasks other workers stole from it: a batch
+	// steal (balance.Victim.Max > 1) counts every task it moved, so it
+	// can exceed the thieves' Steals, which count steal operations.
+	StolenFrom   uint64
+	Parks        uint64
+	Wakeups      uint64
+	Steals       []uint64 // successful steal operations per level
+	FailedSteals []uint64 // level scans that found nothing, per level
 	// CrossNodeSteals counts its steals from a worker on another NUMA
 	// node; CrossNodeMigrations the tasks its steals and pulls moved
 	// from another node (a batch moves several).

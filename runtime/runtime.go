@@ -14,6 +14,7 @@ import (
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // Runtime is a set of pinned workers. It is safe for use by many goroutines
@@ -22,7 +23,7 @@ type Runtime struct {
 	cfg     Config
 	log     *zap.Logger
 	topo    *topology.Topology
-	domains *topology.Domains
+	domains *domains.Domains
 	levels  []string // names of the steal levels, index = Domain.Level.Depth
 
 	workers []*worker
@@ -79,7 +80,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	doms, err := topology.BuildDomains(topo)
+	doms, err := domains.Build(topo)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: scheduling domains: %w", err)
 	}
@@ -100,13 +101,13 @@ func New(cfg Config) (*Runtime, error) {
 	rt.baseCtx, rt.baseCancel = context.WithCancel(context.Background())
 	for _, l := range doms.Levels {
 		name := string(l.Name)
-		if l.Name == topology.NUMA {
+		if l.Name == domains.NUMA {
 			name = fmt.Sprintf("NUMA(%d)", l.Distance)
 		}
 		rt.levels = append(rt.levels, name)
 	}
 	if len(rt.levels) == 0 {
-		rt.levels = []string{string(topology.Machine)}
+		rt.levels = []string{string(domains.Machine)}
 	}
 	for i, cpu := range cpus {
 		node := topo.NodeOf(cpu)

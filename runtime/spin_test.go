@@ -209,7 +209,7 @@ func sampleSpinning(rt *Runtime, n int32, stop <-chan struct{}) spinReport {
 // lostWakeupBound is how long an injected task may wait for a worker before
 // the test calls it lost. A real wake-up takes microseconds; the bound only
 // has to survive a loaded machine and the race detector.
-const lostWakeupBound = 5 * time.Second
+const lostWakeupBound = 30 * time.Second
 
 // waitAllParked waits until every worker of rt is parked and none spins.
 func waitAllParked(t *testing.T, rt *Runtime) {

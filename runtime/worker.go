@@ -310,7 +310,7 @@ func (w *worker) steal() *Task {
 					w.countInjected(t) // an inbox pickup, not a steal
 				} else {
 					w.cnt.steals[v.Level]++
-					w.cnt.stolenFrom(vw.id)
+					w.cnt.stolenFrom(vw.id, n)
 					if vw.node != w.node {
 						w.cnt.crossSteals++
 						w.cnt.crossTasks += uint32(n)

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/klauspost/cpuid/v2"
 )
@@ -21,6 +22,32 @@ func liveCPUIDCaches() cpuidCaches {
 		l2: int64(c.Cache.L2), l3: int64(c.Cache.L3),
 		line: c.CacheLine,
 	}
+}
+
+// note says where the caches of a machine without sysfs cache directories
+// came from and which levels CPUID did not report, so that a reader of
+// Topology.Notes (and numasteal topo) sees what is missing rather than an
+// invented level.
+func (c cpuidCaches) note() string {
+	var have, missing []string
+	for _, l := range []struct {
+		name string
+		size int64
+	}{{"L1d", c.l1d}, {"L1i", c.l1i}, {"L2", c.l2}, {"L3", c.l3}} {
+		if l.size > 0 {
+			have = append(have, l.name)
+		} else {
+			missing = append(missing, l.name)
+		}
+	}
+	if len(have) == 0 {
+		return "no cache directories in sysfs and no cache sizes from CPUID: caches unknown"
+	}
+	s := "no cache directories in sysfs: " + strings.Join(have, ", ") + " sizes from CPUID (L1 and L2 assumed per core, L3 per package)"
+	if len(missing) > 0 {
+		s += "; CPUID reports no " + strings.Join(missing, ", ")
+	}
+	return s
 }
 
 // cachesFromCPUID builds cache instances for a live machine whose sysfs has

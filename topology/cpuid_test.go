@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/klauspost/cpuid/v2"
+
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -35,15 +37,46 @@ func TestCachesFromCPUID(t *testing.T) {
 	}
 }
 
-// TestLiveCPUID checks that CPUID, the fallback for sysfs without cache
-// directories, reports the sizes the live test expects.
+func TestCPUIDCachesNote(t *testing.T) {
+	for _, tc := range []struct {
+		c    cpuidCaches
+		want string
+	}{
+		{cpuidCaches{l1d: 48 << 10, l1i: 32 << 10, l2: 1 << 20, l3: 32 << 20},
+			"no cache directories in sysfs: L1d, L1i, L2, L3 sizes from CPUID (L1 and L2 assumed per core, L3 per package)"},
+		// A VM whose CPUID reports no L3 (seen on AMD EPYC guests).
+		{cpuidCaches{l1d: 48 << 10, l1i: 32 << 10, l2: 1 << 20},
+			"no cache directories in sysfs: L1d, L1i, L2 sizes from CPUID (L1 and L2 assumed per core, L3 per package); CPUID reports no L3"},
+		{cpuidCaches{l1d: -1, l1i: -1, l2: -1, l3: -1},
+			"no cache directories in sysfs and no cache sizes from CPUID: caches unknown"},
+	} {
+		if got := tc.c.note(); got != tc.want {
+			t.Errorf("note(%+v) =\n%q\nwant\n%q", tc.c, got, tc.want)
+		}
+	}
+	// No L3 reported: no L3 instance is invented.
+	topo := &Topology{
+		Packages: []Group{{Index: 0, CPUs: cpuset.Range(0, 1)}},
+		Cores:    []Group{{Index: 0, CPUs: cpuset.Of(0)}, {Index: 1, CPUs: cpuset.Of(1)}},
+	}
+	for _, c := range cachesFromCPUID(topo, cpuidCaches{l1d: 48 << 10, l2: 1 << 20}) {
+		if c.Level == 3 {
+			t.Errorf("cachesFromCPUID invented an L3: %+v", c)
+		}
+	}
+}
+
+// TestLiveCPUID checks that liveCPUIDCaches reports each level CPUID gives
+// under its own name (levels CPUID leaves out, such as a VM's L3, stay
+// absent) and that CPU identification comes from CPUID.
 func TestLiveCPUID(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("CPUID cache sizes are an x86 feature")
 	}
 	c := liveCPUIDCaches()
-	if c.l1d <= 0 || c.l2 <= 0 || c.line <= 0 {
-		t.Errorf("CPUID caches = %+v, want L1d, L2 and line size", c)
+	k := cpuid.CPU.Cache
+	if c.l1d != int64(k.L1D) || c.l1i != int64(k.L1I) || c.l2 != int64(k.L2) || c.l3 != int64(k.L3) || c.line != cpuid.CPU.CacheLine {
+		t.Errorf("liveCPUIDCaches = %+v, CPUID reports %+v (line %d)", c, k, cpuid.CPU.CacheLine)
 	}
 	if info := liveCPUInfo(); !info.FromCPUID || !slices.IsSorted(info.Features) {
 		t.Errorf("liveCPUInfo = %+v", info)

@@ -69,10 +69,9 @@ func (d *discoverer) run() error {
 		return err
 	}
 	if len(t.Caches) == 0 && t.Live {
-		t.Caches = cachesFromCPUID(t, liveCPUIDCaches())
-		if len(t.Caches) > 0 {
-			d.note("no cache directories in sysfs: cache sizes from CPUID, L1 and L2 assumed per core, L3 per package")
-		}
+		c := liveCPUIDCaches()
+		t.Caches = cachesFromCPUID(t, c)
+		d.note("%s", c.note())
 	}
 	if err := d.readKinds(); err != nil {
 		return err

@@ -61,18 +61,8 @@ func TestDiscoverLive(t *testing.T) {
 		if !topo.CPUInfo.FromCPUID || topo.CPUInfo.Vendor == "" || len(topo.CPUInfo.Features) == 0 {
 			t.Errorf("CPUInfo = %+v, want CPUID's", topo.CPUInfo)
 		}
-		// L1d, L2 and L3 from sysfs, or from CPUID when sysfs has none.
-		size := map[string]int64{}
-		for _, c := range topo.Caches {
-			key := map[topology.CacheType]string{topology.Data: "d", topology.Instruction: "i", topology.Unified: ""}[c.Type]
-			size["L"+string(rune('0'+c.Level))+key] = c.SizeBytes
-		}
-		for _, k := range []string{"L1d", "L2", "L3"} {
-			if size[k] <= 0 {
-				t.Errorf("%s size = %d, want > 0 (caches %v)", k, size[k], topo.Caches)
-			}
-		}
 	}
+	checkLiveCaches(t, topo)
 	t.Logf("%s %q: usable %s, %d packages, %d cores, %d caches, quota %v, notes %q",
 		topo.Arch, topo.CPUInfo.Model, topo.Usable, len(topo.Packages), len(topo.Cores), len(topo.Caches), topo.Quota, topo.Notes)
 }

@@ -1,6 +1,6 @@
 // Package topology is a read-only model of the machine a scheduler runs on,
-// read from Linux's sysfs and procfs, plus the scheduling domains built
-// from it.
+// read from Linux's sysfs and procfs. Package topology/domains builds the
+// scheduling domains from it; this package does not know about them.
 //
 // Discover reads the live machine, or with WithRoot a dump of another one
 // (the way hwloc's HWLOC_FSROOT does): packages, dies, clusters, cores and

@@ -76,8 +76,8 @@ func (r *reader) dirFor(rel string) (int, string) {
 // number of bytes read, stopping once it has limit bytes when limit > 0.
 //
 // It calls openat/read/close directly: os.Open adds fcntl calls and a
-// failed epoll registration per file, which more than doubled the system
-// calls of a discovery (a 256-CPU dump opens about 1,250 files). A sysfs
+// failed epoll registration per file, which would more than double the
+// system calls of a discovery (a 256-CPU dump opens about 1,250 files). A sysfs
 // attribute is at most a page and comes whole from the first read, and so
 // does a dump's regular file, so for those (whole) a short read is taken as
 // the end of the file; procfs files are read until read returns 0, because

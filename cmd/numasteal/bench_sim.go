@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/numasteal/numasteal/balance"
-	"github.com/numasteal/numasteal/bench"
+	"github.com/numasteal/numasteal/sim"
 	"github.com/numasteal/numasteal/topology"
 )
 
@@ -58,7 +58,7 @@ func runBenchSim(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		pols = append(pols, p)
 	}
-	res, err := bench.RunSim(ctx, bench.SimOptions{Topology: topo, Workload: *workload, Policies: pols, Seed: *seed})
+	res, err := sim.Run(ctx, sim.Options{Topology: topo, Workload: *workload, Policies: pols, Seed: *seed})
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal bench sim: %v\n", err)
 		return exitFail

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/numasteal/numasteal/bench"
+	"github.com/numasteal/numasteal/sim"
 )
 
 // parseHostCounts parses --farm-hosts: a comma-separated list of farm
@@ -25,7 +25,7 @@ func parseHostCounts(s string) ([]int, error) {
 }
 
 // runBenchSimFarm is "numasteal bench sim --farm-hosts N,N,...": the farm
-// level of the simulator (bench.RunSimFarm), kernbench on farms of that
+// level of the simulator (sim.RunFarm), kernbench on farms of that
 // many 16-CPU hosts under each farm placement strategy.
 func runBenchSimFarm(ctx context.Context, hosts string, seed uint64, asJSON bool, stdout, stderr io.Writer) int {
 	counts, err := parseHostCounts(hosts)
@@ -33,7 +33,7 @@ func runBenchSimFarm(ctx context.Context, hosts string, seed uint64, asJSON bool
 		fmt.Fprintf(stderr, "numasteal bench sim: %v\n", err)
 		return exitUsage
 	}
-	res, err := bench.RunSimFarm(ctx, bench.SimFarmOptions{Hosts: counts, Seed: seed})
+	res, err := sim.RunFarm(ctx, sim.FarmOptions{Hosts: counts, Seed: seed})
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal bench sim: %v\n", err)
 		return exitFail

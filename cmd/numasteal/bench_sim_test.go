@@ -9,7 +9,8 @@ import (
 )
 
 // TestBenchSim runs "numasteal bench sim" on a corpus machine: the JSON
-// carries the fields the issue names, for all three policies unless
+// carries makespan, remote-steal fraction, cross-node migrations and
+// utilisation, for all three policies unless
 // --policy picks one, and a seed reproduces its output exactly.
 func TestBenchSim(t *testing.T) {
 	root := corpus.Extract(t, "16amd64-8n2c")

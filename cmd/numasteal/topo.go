@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // runTopo implements "numasteal topo": discover the machine (or the dump
@@ -57,7 +58,7 @@ func runTopo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "numasteal topo: reading %s: %v\n", where, err)
 		return exitFail
 	}
-	d, err := topology.BuildDomains(t)
+	d, err := domains.Build(t)
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal topo: %s: %v\n", where, err)
 		return exitFail

@@ -3,12 +3,14 @@ package main
 import (
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
-// topoReport is the document "numasteal topo --json" prints (issue 2, item
-// 5): the keys cpus, packages, cores, nodes, distances, caches and domains
-// first, then extras. Lists are never null; distances and quota are null
-// when the machine has none. CPU lists hold usable CPUs only.
+// topoReport is the document "numasteal topo --json" prints: the keys
+// cpus, packages, cores, nodes, distances, caches and domains first (the
+// ones scripts rely on; the tests check them, jsonKeys), then extras.
+// Lists are never null; distances and quota are null when the machine has
+// none. CPU lists hold usable CPUs only.
 type topoReport struct {
 	CPUs      []int          `json:"cpus"`
 	Packages  int            `json:"packages"`
@@ -92,7 +94,7 @@ type kindReport struct {
 }
 
 // newTopoReport fills the document from t and d.
-func newTopoReport(t *topology.Topology, d *topology.Domains) *topoReport {
+func newTopoReport(t *topology.Topology, d *domains.Domains) *topoReport {
 	r := &topoReport{
 		CPUs:                 t.Usable.IDs(),
 		Packages:             countUsable(t.Packages, t.Usable),
@@ -142,7 +144,7 @@ func newTopoReport(t *topology.Topology, d *topology.Domains) *topoReport {
 			ImbNUMANr:      p.ImbNUMANr,
 			Flags:          p.Flags.Names(),
 		}
-		if l.Name == topology.NUMA {
+		if l.Name == domains.NUMA {
 			dist := l.Distance
 			dom.Distance = &dist
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/numasteal/numasteal/internal/corpus"
 	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // run runs the command line args and returns its exit code and output.
@@ -62,7 +63,8 @@ func TestTopoCancelled(t *testing.T) {
 	}
 }
 
-// jsonKeys are the keys issue 2 requires, each with whether it may be null.
+// jsonKeys are the keys topo --json always prints (topoReport), each with
+// whether it may be null.
 var jsonKeys = map[string]bool{
 	"cpus": false, "packages": false, "cores": false, "nodes": false,
 	"distances": true, "caches": false, "domains": false,
@@ -97,7 +99,7 @@ func decodeReport(t *testing.T, out string) *topoReport {
 
 // checkReport compares the document with the topology and domains it came
 // from.
-func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *topology.Domains) {
+func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *domains.Domains) {
 	t.Helper()
 	if !slices.Equal(r.CPUs, top.Usable.IDs()) {
 		t.Errorf("cpus %v, want %v", r.CPUs, top.Usable.IDs())
@@ -125,7 +127,7 @@ func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *topolog
 		if g.Name != string(l.Name) || g.ImbalancePct != l.Params.ImbalancePct || !slices.EqualFunc(g.Spans, l.SpanIDs(), slices.Equal) {
 			t.Errorf("domain %d: %s pct %d spans %v, want %s pct %d spans %v", i, g.Name, g.ImbalancePct, g.Spans, l.Name, l.Params.ImbalancePct, l.SpanIDs())
 		}
-		if (g.Distance != nil) != (l.Name == topology.NUMA) || g.Distance != nil && *g.Distance != l.Distance {
+		if (g.Distance != nil) != (l.Name == domains.NUMA) || g.Distance != nil && *g.Distance != l.Distance {
 			t.Errorf("domain %d (%s): distance %v, want %d on NUMA levels only", i, g.Name, g.Distance, l.Distance)
 		}
 	}
@@ -138,7 +140,7 @@ func checkReport(t *testing.T, r *topoReport, top *topology.Topology, d *topolog
 
 // checkText checks the human output against the topology: one PU line per
 // usable CPU, the numactl node lines, and with domains every level.
-func checkText(t *testing.T, out string, top *topology.Topology, d *topology.Domains) {
+func checkText(t *testing.T, out string, top *topology.Topology, d *domains.Domains) {
 	t.Helper()
 	pus := regexp.MustCompile(`PU L#(\d+) \(P#(\d+)\)`).FindAllStringSubmatch(out, -1)
 	var got []int
@@ -179,7 +181,7 @@ func TestTopoLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := topology.BuildDomains(top)
+	d, err := domains.Build(top)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestTopoCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := topology.BuildDomains(top)
+			d, err := domains.Build(top)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // writeTopoText prints the human form of "numasteal topo": a summary, the
 // tree, the node table of numactl --hardware, and with showDomains the
 // domain levels; then the notes of discovery and of the domain builder.
-func writeTopoText(w io.Writer, t *topology.Topology, d *topology.Domains, showDomains bool) error {
+func writeTopoText(w io.Writer, t *topology.Topology, d *domains.Domains, showDomains bool) error {
 	lw := &lineWriter{w: w}
 	writeSummary(lw, t)
 	lw.line("")
@@ -104,7 +105,7 @@ func spaced(s cpuset.Set) string {
 
 // writeDomains prints the domain levels, innermost first, with their spans
 // and parameters.
-func writeDomains(w *lineWriter, d *topology.Domains) {
+func writeDomains(w *lineWriter, d *domains.Domains) {
 	w.line("scheduling domains (innermost first):")
 	if len(d.Levels) == 0 {
 		w.line("  none: a single usable CPU has nothing to balance")
@@ -112,7 +113,7 @@ func writeDomains(w *lineWriter, d *topology.Domains) {
 	}
 	for _, l := range d.Levels {
 		name := string(l.Name)
-		if l.Name == topology.NUMA {
+		if l.Name == domains.NUMA {
 			name += " distance " + strconv.Itoa(l.Distance)
 		}
 		p := l.Params

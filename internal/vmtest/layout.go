@@ -41,7 +41,9 @@ type Layout struct {
 	Distances [][]int `json:"distances,omitempty"`
 }
 
-// Layouts returns the layouts the VM tests boot: the ones issue 2 asks for.
+// Layouts returns the layouts the VM tests boot: two sockets of SMT cores
+// on two nodes, four nodes with unequal distances, a CPU-less node and a
+// memory-less node.
 func Layouts() []Layout {
 	return []Layout{
 		{Name: "2sockets-4cores-2threads-2nodes", Sockets: 2, Dies: 1, Cores: 4, Threads: 2,

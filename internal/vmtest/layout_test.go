@@ -10,7 +10,8 @@ import (
 )
 
 func TestLayoutArgs(t *testing.T) {
-	// The 4-node command, spelled out with explicit node lists.
+	// The 4-node layout with unequal distances, spelled out with explicit
+	// node lists.
 	l := Layouts()[1]
 	want := []string{"--sockets", "2", "--dies", "1", "--cores", "4", "--threads", "1",
 		"--node-cpus", "0-1;2-3;4-5;6-7", "--node-mem", "128;128;128;128",

@@ -1,4 +1,4 @@
-package bench
+package sim
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func TestSimFarm(t *testing.T) {
-	res, err := RunSimFarm(context.Background(), SimFarmOptions{Hosts: []int{1, 4, 16}, Seed: 1})
+func TestRunFarm(t *testing.T) {
+	res, err := RunFarm(context.Background(), FarmOptions{Hosts: []int{1, 4, 16}, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,14 +39,14 @@ func TestSimFarm(t *testing.T) {
 	// No schedule beats the critical path; with 16 hosts numasteal's is
 	// within a few percent of it (the long compile starts first, locally).
 	for r := range uint64(5) {
-		e := newFarmSim(SimFarmOptions{CPUsPerHost: 16, Cost: res.Cost}, 1+r, 16, "numasteal")
+		e := newFarmSim(FarmOptions{CPUsPerHost: 16, Cost: res.Cost}, 1+r, 16, "numasteal")
 		path := slices.Max(criticalPaths(e.jobs)) / 1e9
 		st := e.run()
 		if st.MakespanS < path || st.MakespanS > 1.05*path {
 			t.Errorf("seed %d: makespan %.2fs, critical path %.2fs", 1+r, st.MakespanS, path)
 		}
 	}
-	again, _ := RunSimFarm(context.Background(), SimFarmOptions{Hosts: []int{1, 4, 16}, Seed: 1})
+	again, _ := RunFarm(context.Background(), FarmOptions{Hosts: []int{1, 4, 16}, Seed: 1})
 	for i := range res.Rows {
 		for k := range res.Rows[i].Strategies {
 			if res.Rows[i].Strategies[k] != again.Rows[i].Strategies[k] {
@@ -54,14 +54,14 @@ func TestSimFarm(t *testing.T) {
 			}
 		}
 	}
-	if _, err := RunSimFarm(context.Background(), SimFarmOptions{Strategies: []string{"nope"}}); err == nil {
+	if _, err := RunFarm(context.Background(), FarmOptions{Strategies: []string{"nope"}}); err == nil {
 		t.Error("unknown strategy accepted")
 	}
 }
 
-func BenchmarkSimFarm16(b *testing.B) {
+func BenchmarkRunFarm16(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
-		RunSimFarm(context.Background(), SimFarmOptions{Hosts: []int{16}, Seed: 1})
+		RunFarm(context.Background(), FarmOptions{Hosts: []int{16}, Seed: 1})
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package sim
 
 import (
 	"context"
@@ -39,9 +39,9 @@ import (
 //     host with a free slot (distcc's own strategy, no --randomize);
 //   - random: a uniformly random host with a free slot.
 
-// SimFarmCost is the farm level's cost model. Zero fields take the
+// FarmCost is the farm level's cost model. Zero fields take the
 // defaults in brackets (guesses for a 1 GbE farm with lzo-less distcc).
-type SimFarmCost struct {
+type FarmCost struct {
 	// LatencyNs is the one-way network latency [250µs]; a remote job pays
 	// a connection round trip plus one latency each way.
 	LatencyNs float64
@@ -62,7 +62,7 @@ type SimFarmCost struct {
 	SpeedMin, SpeedMax float64
 }
 
-func (c *SimFarmCost) defaults() {
+func (c *FarmCost) defaults() {
 	def := func(v *float64, d float64) {
 		if *v <= 0 {
 			*v = d
@@ -77,14 +77,14 @@ func (c *SimFarmCost) defaults() {
 	def(&c.SpeedMax, 1.5)
 }
 
-// SimFarmOptions configure RunSimFarm. Zero fields mean defaults.
-type SimFarmOptions struct {
+// FarmOptions configure RunFarm. Zero fields mean defaults.
+type FarmOptions struct {
 	// Hosts are the farm sizes to simulate, host 0 (the client) included;
 	// nil means 1, 2, 4, 8, 16, 64.
 	Hosts []int
 	// CPUsPerHost is every host's CPU count [16].
 	CPUsPerHost int
-	// Strategies to compare; nil means SimFarmStrategies().
+	// Strategies to compare; nil means FarmStrategies().
 	Strategies []string
 	// Seed makes the workload and host speeds reproducible.
 	Seed uint64
@@ -93,33 +93,46 @@ type SimFarmOptions struct {
 	// lands.
 	Runs int
 	// Cost is the cost model.
-	Cost SimFarmCost
+	Cost FarmCost
 }
 
-// SimFarmResult is the outcome of RunSimFarm.
-type SimFarmResult struct {
-	Workload    string       `json:"workload"`
-	CPUsPerHost int          `json:"cpus_per_host"`
-	Seed        uint64       `json:"seed"`
-	Runs        int          `json:"runs"`
-	Tasks       int          `json:"tasks"`
-	Cost        SimFarmCost  `json:"cost"`
-	Rows        []SimFarmRow `json:"rows"`
+// FarmResult is the outcome of RunFarm.
+type FarmResult struct {
+	// Workload is the workload simulated: always "kernbench".
+	Workload string `json:"workload"`
+	// CPUsPerHost is every host's CPU count.
+	CPUsPerHost int `json:"cpus_per_host"`
+	// Seed is the first seed; the runs use Seed, Seed+1, ...
+	Seed uint64 `json:"seed"`
+	// Runs is how many seeds each figure is the mean of.
+	Runs int `json:"runs"`
+	// Tasks is the number of jobs in the build graph.
+	Tasks int `json:"tasks"`
+	// Cost is the cost model used, defaults filled in.
+	Cost FarmCost `json:"cost"`
+	// Rows are the farm sizes, in the order of FarmOptions.Hosts.
+	Rows []FarmRow `json:"rows"`
 }
 
-// SimFarmRow is one farm size.
-type SimFarmRow struct {
-	Hosts      int            `json:"hosts"`
-	Strategies []SimFarmStats `json:"strategies"`
+// FarmRow is one farm size.
+type FarmRow struct {
+	// Hosts is the farm's size, the client included.
+	Hosts int `json:"hosts"`
+	// Strategies are the strategies' figures, in the order of
+	// FarmOptions.Strategies.
+	Strategies []FarmStats `json:"strategies"`
 }
 
-// SimFarmStats are one strategy's figures on one farm, means over the
+// FarmStats are one strategy's figures on one farm, means over the
 // runs.
-type SimFarmStats struct {
+type FarmStats struct {
+	// Name is the strategy's name (one of FarmStrategies).
 	Name string `json:"name"`
-	// MakespanS is the virtual time from the first job to the last;
-	// MinS and MaxS its range over the runs.
-	MakespanS  float64 `json:"makespan_s"`
+	// MakespanS is the virtual time from the first job to the last, in
+	// seconds.
+	MakespanS float64 `json:"makespan_s"`
+	// MinS and MaxS are the makespan's range over the runs (not in the
+	// JSON).
 	MinS, MaxS float64 `json:"-"`
 	// RemoteFraction is the share of compiles that ran remotely.
 	RemoteFraction float64 `json:"remote_fraction"`
@@ -132,11 +145,11 @@ type SimFarmStats struct {
 	SlowHostShare float64 `json:"slow_host_share"`
 }
 
-// SimFarmStrategies lists the strategy names RunSimFarm accepts.
-func SimFarmStrategies() []string { return []string{"numasteal", "numasteal-fifo", "distcc", "random"} }
+// FarmStrategies lists the strategy names RunFarm accepts.
+func FarmStrategies() []string { return []string{"numasteal", "numasteal-fifo", "distcc", "random"} }
 
-// RunSimFarm simulates kernbench on each farm size under each strategy.
-func RunSimFarm(ctx context.Context, o SimFarmOptions) (SimFarmResult, error) {
+// RunFarm simulates kernbench on each farm size under each strategy.
+func RunFarm(ctx context.Context, o FarmOptions) (FarmResult, error) {
 	o.Cost.defaults()
 	if o.CPUsPerHost <= 0 {
 		o.CPUsPerHost = 16
@@ -148,24 +161,24 @@ func RunSimFarm(ctx context.Context, o SimFarmOptions) (SimFarmResult, error) {
 		o.Runs = 5
 	}
 	if o.Strategies == nil {
-		o.Strategies = SimFarmStrategies()
+		o.Strategies = FarmStrategies()
 	}
 	for _, s := range o.Strategies {
-		if !slices.Contains(SimFarmStrategies(), s) {
-			return SimFarmResult{}, fmt.Errorf("bench: sim farm: unknown strategy %q (known: numasteal, numasteal-fifo, distcc, random)", s)
+		if !slices.Contains(FarmStrategies(), s) {
+			return FarmResult{}, fmt.Errorf("sim: farm: unknown strategy %q (known: numasteal, numasteal-fifo, distcc, random)", s)
 		}
 	}
-	res := SimFarmResult{Workload: "kernbench", CPUsPerHost: o.CPUsPerHost, Seed: o.Seed, Runs: o.Runs, Cost: o.Cost}
+	res := FarmResult{Workload: "kernbench", CPUsPerHost: o.CPUsPerHost, Seed: o.Seed, Runs: o.Runs, Cost: o.Cost}
 	for _, n := range o.Hosts {
 		if n < 1 {
-			return res, fmt.Errorf("bench: sim farm: %d hosts: want at least 1", n)
+			return res, fmt.Errorf("sim: farm: %d hosts: want at least 1", n)
 		}
-		row := SimFarmRow{Hosts: n}
+		row := FarmRow{Hosts: n}
 		for _, s := range o.Strategies {
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			var sum SimFarmStats
+			var sum FarmStats
 			for r := range o.Runs {
 				e := newFarmSim(o, o.Seed+uint64(r), n, s)
 				st := e.run()
@@ -181,7 +194,7 @@ func RunSimFarm(ctx context.Context, o SimFarmOptions) (SimFarmResult, error) {
 				sum.SlowHostShare += st.SlowHostShare
 			}
 			k := float64(o.Runs)
-			row.Strategies = append(row.Strategies, SimFarmStats{Name: s, MakespanS: sum.MakespanS / k,
+			row.Strategies = append(row.Strategies, FarmStats{Name: s, MakespanS: sum.MakespanS / k,
 				MinS: sum.MinS, MaxS: sum.MaxS, RemoteFraction: sum.RemoteFraction / k, LocalUtil: sum.LocalUtil / k,
 				UplinkUtil: sum.UplinkUtil / k, SlowHostShare: sum.SlowHostShare / k})
 		}
@@ -192,7 +205,7 @@ func RunSimFarm(ctx context.Context, o SimFarmOptions) (SimFarmResult, error) {
 
 // hostSpeeds returns n speeds: the client's 1, then the remote hosts'
 // drawn from the seed (the same for every strategy).
-func hostSpeeds(n int, seed uint64, c SimFarmCost) []float64 {
+func hostSpeeds(n int, seed uint64, c FarmCost) []float64 {
 	r := rand.New(rand.NewPCG(seed^0xFA53, seed+7))
 	s := []float64{1}
 	for range n - 1 {

@@ -1,4 +1,4 @@
-package bench
+package sim
 
 import (
 	"container/heap"
@@ -12,9 +12,9 @@ import (
 )
 
 // farmSim is one farm-level simulation: one farm size, one strategy. See
-// sim_farm.go for the model.
+// farm.go for the model.
 type farmSim struct {
-	cost     SimFarmCost
+	cost     FarmCost
 	cpus, n  int
 	strategy string
 	speeds   []float64 // by host; host 0 is the client
@@ -52,6 +52,9 @@ type farmEvent struct {
 	fn  func()
 }
 
+// farmEvents is a farm simulation's pending events as a container/heap
+// (Len, Less, Swap, Push and Pop are heap.Interface's): earliest first,
+// and events at the same time in the order they were scheduled.
 type farmEvents []farmEvent
 
 func (h farmEvents) Len() int { return len(h) }
@@ -70,7 +73,7 @@ func (h *farmEvents) Pop() any {
 	return x
 }
 
-func newFarmSim(o SimFarmOptions, seed uint64, n int, strategy string) *farmSim {
+func newFarmSim(o FarmOptions, seed uint64, n int, strategy string) *farmSim {
 	wl, _ := newSimWorkload("kernbench", o.CPUsPerHost, seed) // the same graph for every size
 	kb := wl.(*kernbenchSim)
 	e := &farmSim{
@@ -111,14 +114,14 @@ func (e *farmSim) at(t float64, fn func()) {
 
 func (e *farmSim) vtime() time.Time { return e.origin.Add(time.Duration(e.now)) }
 
-func (e *farmSim) run() SimFarmStats {
+func (e *farmSim) run() FarmStats {
 	e.dispatch()
 	for len(e.events) > 0 {
 		ev := heap.Pop(&e.events).(farmEvent)
 		e.now = ev.t
 		ev.fn()
 	}
-	st := SimFarmStats{Name: e.strategy, MakespanS: e.last / 1e9, RemoteFraction: float64(e.remote) / kbCompiles}
+	st := FarmStats{Name: e.strategy, MakespanS: e.last / 1e9, RemoteFraction: float64(e.remote) / kbCompiles}
 	if e.last > 0 {
 		st.LocalUtil = e.localBusy / (e.last * float64(e.cpus))
 		st.UplinkUtil = e.upBusy / e.last

@@ -1,4 +1,4 @@
-package bench
+package sim
 
 import (
 	"context"
@@ -20,15 +20,15 @@ func simTopology(t *testing.T, name string) *topology.Topology {
 	return topo
 }
 
-// TestSimEveryTaskOnce runs every workload under every policy on machines
+// TestEveryTaskRunsOnce runs every workload under every policy on machines
 // of several shapes: each task must run exactly once (the engine counts
 // starts per task and fails on a second start or a task never run).
-func TestSimEveryTaskOnce(t *testing.T) {
+func TestEveryTaskRunsOnce(t *testing.T) {
 	for _, m := range []string{"16amd64-8n2c", "8em64t-2s2ca2c", "48amd64-4pa2n6c-sparse", "2arm-2c"} {
 		topo := simTopology(t, m)
-		for _, w := range SimWorkloads() {
+		for _, w := range Workloads() {
 			t.Run(m+"/"+w, func(t *testing.T) {
-				r, err := RunSim(context.Background(), SimOptions{Topology: topo, Workload: w, Seed: 7})
+				r, err := Run(context.Background(), Options{Topology: topo, Workload: w, Seed: 7})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -51,12 +51,12 @@ func TestSimEveryTaskOnce(t *testing.T) {
 	}
 }
 
-// TestSimDeterministic: the same seed gives the same result, another seed
+// TestSameSeedSameResult: the same seed gives the same result, another seed
 // another workload.
-func TestSimDeterministic(t *testing.T) {
+func TestSameSeedSameResult(t *testing.T) {
 	topo := simTopology(t, "16amd64-8n2c")
-	run := func(seed uint64) SimResult {
-		r, err := RunSim(context.Background(), SimOptions{Topology: topo, Workload: "sdet", Seed: seed})
+	run := func(seed uint64) Result {
+		r, err := Run(context.Background(), Options{Topology: topo, Workload: "sdet", Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,13 +79,13 @@ type simRun struct {
 
 func (r simRun) String() string { return fmt.Sprintf("%s %s seed %d", r.machine, r.workload, r.seed) }
 
-// TestSimHierarchicalTarget checks issue 4's target on the two machines
-// it names, for seeds 1-5 and every workload: Hierarchical's remote-steal
-// fraction is at most half Flat's, and its makespan is within 5% of the
-// best policy's. It holds in 25 of the 30 runs; misses lists the other
-// five with the reason docs/BENCHMARKS.md gives ("The target across seeds
-// 1–5"), and the test fails if one of them starts to meet the target, so
-// that the document and this list are updated together. Every run, the
+// TestHierarchicalTarget checks the target Hierarchical is held to on
+// 16amd64-8n2c and 128ia64-17n4s2c, for seeds 1-5 and every workload: its
+// remote-steal fraction is at most half Flat's, and its makespan is within
+// 5% of the best policy's. It holds in 25 of the 30 runs; misses lists
+// the other five with the reason docs/BENCHMARKS.md gives ("The target
+// across seeds 1–5"), and the test fails if one of them starts to meet the
+// target, so that the document and this list are updated together. Every run, the
 // misses included, must keep what the document claims for all of them:
 // a makespan within 6% of the best, at most half Flat's cross-node
 // migrations, Local at least twice as slow, and, pooled over the five
@@ -94,7 +94,7 @@ func (r simRun) String() string { return fmt.Sprintf("%s %s seed %d", r.machine,
 // Under the race detector only seed 1 runs: the simulator is
 // single-threaded and deterministic, so the other seeds would only recheck
 // numbers at ten times the cost (two minutes or more).
-func TestSimHierarchicalTarget(t *testing.T) {
+func TestHierarchicalTarget(t *testing.T) {
 	misses := map[simRun]string{
 		// Two CPUs a node: every steal comes in the tail, where a CPU's
 		// one neighbour has often run dry too, and a run has so few
@@ -114,15 +114,15 @@ func TestSimHierarchicalTarget(t *testing.T) {
 	}
 	for _, m := range []string{"16amd64-8n2c", "128ia64-17n4s2c"} {
 		topo := simTopology(t, m)
-		for _, w := range SimWorkloads() {
+		for _, w := range Workloads() {
 			var hRemote, hSteals, fRemote, fSteals int
 			for seed := uint64(1); seed <= seeds; seed++ {
 				run := simRun{m, w, seed}
-				r, err := RunSim(context.Background(), SimOptions{Topology: topo, Workload: w, Seed: seed})
+				r, err := Run(context.Background(), Options{Topology: topo, Workload: w, Seed: seed})
 				if err != nil {
 					t.Fatal(err)
 				}
-				by := map[string]SimPolicyStats{}
+				by := map[string]PolicyStats{}
 				best := r.Policies[0].MakespanS
 				for _, p := range r.Policies {
 					by[p.Name] = p
@@ -165,17 +165,17 @@ func TestSimHierarchicalTarget(t *testing.T) {
 	}
 }
 
-func TestSimErrors(t *testing.T) {
+func TestRunErrors(t *testing.T) {
 	topo := simTopology(t, "2arm-2c")
-	if _, err := RunSim(context.Background(), SimOptions{Topology: topo, Workload: "nope"}); err == nil {
+	if _, err := Run(context.Background(), Options{Topology: topo, Workload: "nope"}); err == nil {
 		t.Error("unknown workload: no error")
 	}
-	if _, err := RunSim(context.Background(), SimOptions{Workload: "sdet"}); err == nil {
+	if _, err := Run(context.Background(), Options{Workload: "sdet"}); err == nil {
 		t.Error("no topology: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := RunSim(ctx, SimOptions{Topology: topo, Workload: "sdet", Policies: []balance.Policy{balance.Flat{}}}); err == nil {
+	if _, err := Run(ctx, Options{Topology: topo, Workload: "sdet", Policies: []balance.Policy{balance.Flat{}}}); err == nil {
 		t.Error("canceled context: no error")
 	}
 }

@@ -1,7 +1,7 @@
-//go:build race
+//go:build !race
 
-package bench
+package sim
 
 // raceDetector reports whether the tests run under the race detector
 // (go test -race), which slows the simulator about tenfold.
-const raceDetector = true
+const raceDetector = false

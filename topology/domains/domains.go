@@ -1,10 +1,9 @@
-package topology
+// The result of Build: levels, each CPU's chain of domains, and the
+// lookups the balancer makes on them.
 
-import (
-	"strings"
+package domains
 
-	"github.com/numasteal/numasteal/topology/cpuset"
-)
+import "github.com/numasteal/numasteal/topology/cpuset"
 
 // LevelName names a scheduling-domain level, innermost first. The names
 // follow Linux's default_topology[] (SMT, CLS, MC, PKG/DIE) spelled out, plus
@@ -18,88 +17,15 @@ const (
 	LLC     LevelName = "LLC"     // CPUs sharing the last-level cache (Linux "MC")
 	Die     LevelName = "DIE"     // one die
 	Package LevelName = "PACKAGE" // one package (socket)
-	NodeLvl LevelName = "NODE"    // one NUMA node
+	Node    LevelName = "NODE"    // one NUMA node
 	NUMA    LevelName = "NUMA"    // nodes within one NUMA distance
 	Machine LevelName = "MACHINE" // every usable CPU
 )
 
-// Flags are the balancing behaviours a level allows, after Linux's SD_* flags.
-type Flags uint32
-
-// The flags. Their meaning follows include/linux/sched/sd_flags.h.
-const (
-	BalanceNewIdle   Flags = 1 << iota // SD_BALANCE_NEWIDLE: balance when a CPU goes idle
-	BalanceExec                        // SD_BALANCE_EXEC: place on exec
-	BalanceFork                        // SD_BALANCE_FORK: place on fork / new task
-	BalanceWake                        // SD_BALANCE_WAKE: place on wake-up
-	WakeAffine                         // SD_WAKE_AFFINE: wake near the waker
-	ShareCPUCapacity                   // SD_SHARE_CPUCAPACITY: SMT siblings
-	ShareLLC                           // SD_SHARE_LLC (was SD_SHARE_PKG_RESOURCES)
-	Serialize                          // SD_SERIALIZE: one balancer at a time machine-wide
-	NUMAFlag                           // SD_NUMA: crosses NUMA nodes
-	AsymCapacity                       // SD_ASYM_CPUCAPACITY: spans CPUs of different capacity
-	AsymCapacityFull                   // SD_ASYM_CPUCAPACITY_FULL: spans every capacity there is
-	PreferSibling                      // SD_PREFER_SIBLING: spread tasks to sibling groups first
-	ClusterFlag                        // SD_CLUSTER: cores sharing a cluster (L2 or cluster_id)
-	Overlap                            // SD_OVERLAP: groups may overlap (NUMA levels)
-)
-
-// flagNames are the kernel names of the flags, in bit order.
-var flagNames = [...]string{
-	"SD_BALANCE_NEWIDLE",
-	"SD_BALANCE_EXEC",
-	"SD_BALANCE_FORK",
-	"SD_BALANCE_WAKE",
-	"SD_WAKE_AFFINE",
-	"SD_SHARE_CPUCAPACITY",
-	"SD_SHARE_LLC",
-	"SD_SERIALIZE",
-	"SD_NUMA",
-	"SD_ASYM_CPUCAPACITY",
-	"SD_ASYM_CPUCAPACITY_FULL",
-	"SD_PREFER_SIBLING",
-	"SD_CLUSTER",
-	"SD_OVERLAP",
-}
-
-// Names returns the kernel names of the flags set in f ("SD_BALANCE_NEWIDLE",
-// ...), in bit order, as /sys/kernel/debug/sched/domains/cpuN/domainM/flags
-// lists them. It never returns nil.
-func (f Flags) Names() []string {
-	out := []string{}
-	for i, name := range flagNames {
-		if f&(1<<i) != 0 {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// String returns the flag names joined by "|", or "0" when none is set.
-func (f Flags) String() string {
-	if f == 0 {
-		return "0"
-	}
-	return strings.Join(f.Names(), "|")
-}
-
-// Params are one level's balancing parameters, derived as Linux's sd_init
-// derives them (see domains.go for the source of every number).
-type Params struct {
-	ImbalancePct   int   // steal only if busiest > local * pct / 100
-	MinIntervalMs  int   // min_interval = span weight (ms)
-	MaxIntervalMs  int   // max_interval = 2 * span weight (ms)
-	BusyFactor     int   // interval multiplier while the CPU is busy
-	CacheNiceTries int   // failed balance attempts before cache-hot tasks move
-	Flags          Flags // what balancing the level allows
-	// ImbNUMANr is the number of tasks a NUMA balance may leave imbalanced
-	// (sched_domain.imb_numa_nr, set in build_sched_domains); 0 below the
-	// first level above the LLC.
-	ImbNUMANr int
-}
-
 // Level is one level of the domain hierarchy.
 type Level struct {
+	// Name is the level's name; NUMA names every NUMA level, told apart by
+	// Distance.
 	Name LevelName
 	// Depth is the position in Domains.Levels (0 = innermost).
 	Depth int
@@ -114,8 +40,8 @@ type Level struct {
 	Spans []cpuset.Set
 	// Params are the parameters of the level's widest domain; each Domain
 	// carries its own (they differ in the span-derived numbers when spans
-	// differ in size, and in AsymCapacity). Params.Flags has AsymCapacity
-	// when any domain of the level has it.
+	// differ in size, and in FlagAsymCapacity). Params.Flags has
+	// FlagAsymCapacity when any domain of the level has it.
 	Params Params
 }
 
@@ -133,8 +59,12 @@ func (l *Level) SpanIDs() [][]int {
 // the spans of the child level that together cover it (Linux's sched_group
 // ring), the CPU's own group first.
 type Domain struct {
-	Level  *Level
-	Span   cpuset.Set
+	// Level is the level the domain belongs to.
+	Level *Level
+	// Span is the set of CPUs the domain balances across, the CPU included.
+	Span cpuset.Set
+	// Groups cover Span, the CPU's own group first; on NUMA levels they
+	// may overlap.
 	Groups []cpuset.Set
 	// Params are this domain's parameters (sd_init on this CPU's span).
 	Params Params
@@ -165,7 +95,7 @@ type Domains struct {
 func (d *Domains) Chain(cpu int) []Domain { return d.chains[cpu] }
 
 // Highest returns cpu's outermost domain whose flags include all of f, the
-// way highest_flag_domain finds sd_llc (f = ShareLLC); nil when none has.
+// way highest_flag_domain finds sd_llc (f = FlagShareLLC); nil when none has.
 func (d *Domains) Highest(cpu int, f Flags) *Domain {
 	chain := d.chains[cpu]
 	for i := len(chain) - 1; i >= 0; i-- {
@@ -177,7 +107,7 @@ func (d *Domains) Highest(cpu int, f Flags) *Domain {
 }
 
 // Lowest returns cpu's innermost domain whose flags include all of f, the
-// way lowest_flag_domain finds sd_numa (f = NUMAFlag); nil when none has.
+// way lowest_flag_domain finds sd_numa (f = FlagNUMA); nil when none has.
 func (d *Domains) Lowest(cpu int, f Flags) *Domain {
 	chain := d.chains[cpu]
 	for i := range chain {

@@ -1,4 +1,4 @@
-package bench
+package sim
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
-// SimOptions configure RunSim. Zero fields mean defaults.
-type SimOptions struct {
+// Options configure Run. Zero fields mean defaults.
+type Options struct {
 	// Topology is the machine to simulate (usually a dump read with
 	// topology.WithRoot); its usable CPUs are the simulated CPUs.
 	Topology *topology.Topology
@@ -22,13 +23,13 @@ type SimOptions struct {
 	// reproducible; the same seed gives the same result.
 	Seed uint64
 	// Cost is the cost model; zero fields take the defaults.
-	Cost SimCost
+	Cost Cost
 }
 
-// SimCost is the simulator's cost model. Distances are SLIT values (10 =
+// Cost is the simulator's cost model. Distances are SLIT values (10 =
 // local); "per distance" means scaled by distance/10. Zero fields take the
 // defaults in brackets.
-type SimCost struct {
+type Cost struct {
 	// ProbeNs is the time to look at another CPU's queue, per distance
 	// [100].
 	ProbeNs float64
@@ -49,7 +50,7 @@ type SimCost struct {
 	RefillNs float64
 }
 
-func (c *SimCost) defaults(w simWorkload) {
+func (c *Cost) defaults(w simWorkload) {
 	if c.ProbeNs <= 0 {
 		c.ProbeNs = 100
 	}
@@ -67,19 +68,28 @@ func (c *SimCost) defaults(w simWorkload) {
 	}
 }
 
-// SimResult is the outcome of RunSim: one entry per policy.
-type SimResult struct {
-	Workload string           `json:"workload"`
-	CPUs     int              `json:"cpus"`
-	Nodes    int              `json:"nodes"`
-	Seed     uint64           `json:"seed"`
-	Tasks    int              `json:"tasks"`
-	Policies []SimPolicyStats `json:"policies"`
+// Result is the outcome of Run: one entry per policy.
+type Result struct {
+	// Workload is the workload simulated (Options.Workload).
+	Workload string `json:"workload"`
+	// CPUs is the number of simulated CPUs: the topology's usable ones.
+	CPUs int `json:"cpus"`
+	// Nodes is the number of NUMA nodes those CPUs are on.
+	Nodes int `json:"nodes"`
+	// Seed is Options.Seed.
+	Seed uint64 `json:"seed"`
+	// Tasks is the number of tasks the workload creates, the same under
+	// every policy.
+	Tasks int `json:"tasks"`
+	// Policies are the policies' figures, in the order they were run.
+	Policies []PolicyStats `json:"policies"`
 }
 
-// SimPolicyStats are one policy's figures. The first four are the ones
-// the issue asks for; the rest explain them.
-type SimPolicyStats struct {
+// PolicyStats are one policy's figures. MakespanS, RemoteStealFraction,
+// CrossNodeMigrations and Utilization are the headline figures; the rest
+// explain them.
+type PolicyStats struct {
+	// Name is the policy's name (balance.Policy.Name).
 	Name string `json:"name"`
 	// MakespanS is the virtual time from the first task to the last, in
 	// seconds.
@@ -96,42 +106,47 @@ type SimPolicyStats struct {
 	// WorkInflation is the CPU time spent over the tasks' base work
 	// (remote slow-down and cache refills).
 	WorkInflation float64 `json:"work_inflation"`
-	Steals        int     `json:"steals"`
-	RemoteSteals  int     `json:"remote_steals"`
-	StolenTasks   int     `json:"stolen_tasks"`
+	// Steals counts the successful steals of idle CPUs, RemoteSteals
+	// those from another node, StolenTasks the tasks they took (a batch
+	// steal takes several).
+	Steals       int `json:"steals"`
+	RemoteSteals int `json:"remote_steals"`
+	StolenTasks  int `json:"stolen_tasks"`
 	// Pulls are periodic balancing's moves (a busy CPU pulling queued
 	// tasks), RemotePulls those across nodes.
 	Pulls       int `json:"pulls"`
 	RemotePulls int `json:"remote_pulls"`
-	TasksRun    int `json:"tasks_run"`
+	// TasksRun counts the tasks that ran: always Result.Tasks, since Run
+	// fails when a task is stranded or runs twice.
+	TasksRun int `json:"tasks_run"`
 }
 
-// SimWorkloads lists the workload names RunSim accepts.
-func SimWorkloads() []string { return []string{"kernbench", "forkjoin", "sdet"} }
+// Workloads lists the workload names Run accepts.
+func Workloads() []string { return []string{"kernbench", "forkjoin", "sdet"} }
 
-// RunSim simulates the workload on the topology under each policy.
-func RunSim(ctx context.Context, o SimOptions) (SimResult, error) {
+// Run simulates the workload on the topology under each policy.
+func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Topology == nil {
-		return SimResult{}, fmt.Errorf("bench: sim: no topology")
+		return Result{}, fmt.Errorf("sim: no topology")
 	}
 	if _, err := newSimWorkload(o.Workload, 1, 0); err != nil {
-		return SimResult{}, err
+		return Result{}, err
 	}
-	doms, err := topology.BuildDomains(o.Topology)
+	doms, err := domains.Build(o.Topology)
 	if err != nil {
-		return SimResult{}, fmt.Errorf("bench: sim: %w", err)
+		return Result{}, fmt.Errorf("sim: %w", err)
 	}
 	pols := o.Policies
 	if len(pols) == 0 {
 		for _, n := range balance.Names() {
 			p, err := balance.ByName(n)
 			if err != nil {
-				return SimResult{}, err
+				return Result{}, err
 			}
 			pols = append(pols, p)
 		}
 	}
-	res := SimResult{Workload: o.Workload, CPUs: o.Topology.Usable.Len(), Seed: o.Seed}
+	res := Result{Workload: o.Workload, CPUs: o.Topology.Usable.Len(), Seed: o.Seed}
 	nodes := map[int]bool{}
 	for c := range o.Topology.Usable.All() {
 		nodes[o.Topology.NodeOf(c)] = true

@@ -1,4 +1,4 @@
-package bench
+package sim
 
 import (
 	"container/heap"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/numasteal/numasteal/balance"
-	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
 )
 
 // The simulator is discrete-event: virtual time in nanoseconds jumps from
@@ -61,6 +61,9 @@ type simEvent struct {
 	cpu  int32
 }
 
+// eventHeap is the engine's pending events as a container/heap (Len,
+// Less, Swap, Push and Pop are heap.Interface's): earliest first, and
+// events at the same time in the order they were scheduled.
 type eventHeap []simEvent
 
 func (h eventHeap) Len() int { return len(h) }
@@ -81,7 +84,7 @@ func (h *eventHeap) Pop() any {
 
 type simEngine struct {
 	name    string
-	cost    SimCost
+	cost    Cost
 	wl      simWorkload
 	wp      simParams
 	cpus    []simCPU
@@ -107,7 +110,7 @@ type simEngine struct {
 	dups          int // tasks started more than once (a bug)
 }
 
-func newSimEngine(o SimOptions, doms *topology.Domains, p balance.Policy) (*simEngine, error) {
+func newSimEngine(o Options, doms *domains.Domains, p balance.Policy) (*simEngine, error) {
 	topo := o.Topology
 	ids := topo.Usable.IDs()
 	wl, err := newSimWorkload(o.Workload, len(ids), o.Seed)
@@ -118,7 +121,7 @@ func newSimEngine(o SimOptions, doms *topology.Domains, p balance.Policy) (*simE
 	e.cost.defaults(wl)
 	bal, err := p.Bind(topo, doms, topo.Usable, o.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("bench: sim: %s: %w", p.Name(), err)
+		return nil, fmt.Errorf("sim: %s: %w", p.Name(), err)
 	}
 	e.bal = bal
 	e.pos = make([]int, topo.Usable.Last()+1)
@@ -149,7 +152,7 @@ func newSimEngine(o SimOptions, doms *topology.Domains, p balance.Policy) (*simE
 	}
 	// LLC: the innermost domain with SD_SHARE_LLC, else the core (SMT).
 	for i, c := range ids {
-		if d := doms.Highest(c, topology.ShareLLC); d != nil {
+		if d := doms.Highest(c, domains.FlagShareLLC); d != nil {
 			e.cpus[i].llc = e.pos[d.Span.First()]
 		}
 	}
@@ -173,7 +176,7 @@ func (e *simEngine) distance(p, q int) int {
 	return e.dist[e.cpus[p].nodeIdx][e.cpus[q].nodeIdx]
 }
 
-func (e *simEngine) run(ctx context.Context) (SimPolicyStats, error) {
+func (e *simEngine) run(ctx context.Context) (PolicyStats, error) {
 	e.wl.start(e)
 	for p := range e.cpus { // every CPU starts idle, looking for work
 		if c := &e.cpus[p]; c.run == nil && !c.waiting && !c.polling {
@@ -187,7 +190,7 @@ func (e *simEngine) run(ctx context.Context) (SimPolicyStats, error) {
 	for e.done < e.total && len(e.events) > 0 {
 		if e.seq%(1<<16) == 0 {
 			if err := ctx.Err(); err != nil {
-				return SimPolicyStats{}, err
+				return PolicyStats{}, err
 			}
 		}
 		ev := heap.Pop(&e.events).(simEvent)
@@ -209,12 +212,12 @@ func (e *simEngine) run(ctx context.Context) (SimPolicyStats, error) {
 		}
 	}
 	if e.dups > 0 {
-		return SimPolicyStats{}, fmt.Errorf("bench: sim: %s: %d tasks ran more than once", e.name, e.dups)
+		return PolicyStats{}, fmt.Errorf("sim: %s: %d tasks ran more than once", e.name, e.dups)
 	}
 	if e.done < e.total {
-		return SimPolicyStats{}, fmt.Errorf("bench: sim: %s: %d of %d tasks ran; the rest were stranded", e.name, e.done, e.total)
+		return PolicyStats{}, fmt.Errorf("sim: %s: %d of %d tasks ran; the rest were stranded", e.name, e.done, e.total)
 	}
-	st := SimPolicyStats{
+	st := PolicyStats{
 		Name: e.name, MakespanS: e.lastFinish / 1e9,
 		CrossNodeMigrations: e.migr, Steals: e.steals, RemoteSteals: e.rem,
 		StolenTasks: e.stolen, TasksRun: e.done, Pulls: e.pulls, RemotePulls: e.remPulls,

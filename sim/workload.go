@@ -1,4 +1,4 @@
-package bench
+package sim
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ func newSimWorkload(name string, ncpu int, seed uint64) (simWorkload, error) {
 	case "sdet":
 		return newSDETSim(ncpu, r), nil
 	}
-	return nil, fmt.Errorf("bench: sim: unknown workload %q (known: kernbench, forkjoin, sdet)", name)
+	return nil, fmt.Errorf("sim: unknown workload %q (known: kernbench, forkjoin, sdet)", name)
 }
 
 // forkJoinSim is a binary fork-join tree: each inner task forks two
