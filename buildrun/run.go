@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
 )
@@ -47,6 +48,14 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Environ is the environment tasks start from; nil means os.Environ().
 	Environ []string
+	// Jobserver, when not nil, is the GNU make jobserver of the run: each
+	// task takes its slot from it before its process starts (Process.Admit)
+	// and gives it back once the process group is gone, and each child is
+	// handed the jobserver (Process.Prepare), so make children share its
+	// slots. Under a joined jobserver, Slots 0 admits as many tasks as the
+	// jobserver has slots (at least the largest task's), and the tokens
+	// bound the run.
+	Jobserver *jobserver.Pool
 	// Farm, when not nil, sends compiler invocations to a compile farm
 	// when the local slots are busy (farm.go); Slots then bounds the local
 	// processes and the scheduler hands out the farm's slots on top.
@@ -127,6 +136,12 @@ func (r *Report) Close() error {
 // in the Report. When ctx is canceled, running processes are killed and the
 // rest report Canceled.
 func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Options) (*Report, error) {
+	if opts.Jobserver != nil {
+		opts.Process.Admit, opts.Process.Prepare = opts.Jobserver.Admit, opts.Jobserver.Prepare
+		if opts.Slots == 0 && opts.Jobserver.Joined() {
+			opts.Slots = jobserverSlots(opts.Jobserver.Jobs(), g)
+		}
+	}
 	sched, err := buildgraph.NewScheduler(g, buildgraph.Limits{Slots: opts.Slots + opts.Farm.extraSlots(opts.Slots), MemMB: opts.MemMB, KeepGoing: opts.KeepGoing}, opts.History)
 	if err != nil {
 		return nil, err
@@ -191,6 +206,21 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 		b.report.Counts[r.Outcome]++
 	}
 	return &b.report, nil
+}
+
+// jobserverSlots is the process runner's size for Slots 0 under a joined
+// jobserver of jobs slots (0: unknown): enough that only the tokens limit
+// the run, and at least the largest task's slots (the scheduler rejects
+// bigger tasks).
+func jobserverSlots(jobs int, g *buildgraph.Graph) int {
+	n := jobs
+	if n <= 0 {
+		n = len(g.Tasks)
+	}
+	for _, t := range g.Tasks {
+		n = max(n, t.Slots())
+	}
+	return min(max(n, 1), jobserver.MaxSlots)
 }
 
 // build is the state of one Run.

@@ -89,6 +89,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad(err)
 	}
+	if err := f.jobserver.check(); err != nil {
+		return bad(err)
+	}
 	switch f.progress {
 	case "auto", "lines", "none":
 	default:
@@ -118,12 +121,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.jobs < 0 {
 		f.jobs = rt.Workers()
 	}
-	js, jobs, jsCode, ok := openJobserver(f.jobserver, os.Environ(), f.jobs, rt.Workers(), g, stderr) // run_jobserver.go
-	if !ok {
-		return jsCode
+	js, err := openJobserver(f.jobserver, os.Environ(), f.jobs, rt.Workers(), stderr) // run_jobserver.go
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitFail
 	}
-	defer js.finish(stderr)
-	f.jobs = jobs
+	defer closeJobserver(js, stderr)
 	rf, rfCode, ok := openFarm(ctx, f.farm, stderr) // run_farm.go
 	if !ok {
 		return rfCode
@@ -142,7 +145,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Timeout:       f.timeout,
 		History:       hist,
 		Trace:         trace,
-		Process:       js.process(proc.Config{Pin: pin, Subreaper: true}),
+		Process:       proc.Config{Pin: pin, Subreaper: true},
+		Jobserver:     js,
 		Progress:      disp.update,
 		ProgressEvery: disp.every(),
 		Farm:          rf.options(),
