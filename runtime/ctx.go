@@ -101,8 +101,5 @@ func (c *Ctx) Wait(g *Group) error {
 		g.parkWaiter(w) // nothing to run: park until g is done or work comes
 	}
 	w.leaveHelping()
-	g.mu.Lock()
-	err := g.err
-	g.mu.Unlock()
-	return err
+	return g.waited()
 }

@@ -42,7 +42,10 @@ type Group struct {
 	err    error                   // first failure; guarded by mu
 	ctx    context.Context         // created on demand by Context; guarded by mu
 	cancel context.CancelCauseFunc // cancels ctx; guarded by mu
-	waitCh chan struct{}           // closed when pending reaches zero; guarded by mu
+	// closeStop unregisters ctx's Close(Cancel) callback (outside groups);
+	// allocated with the group's first context, guarded by mu.
+	closeStop *afterStop
+	waitCh    chan struct{} // closed when pending reaches zero; guarded by mu
 }
 
 // Go runs fn as a task of the group, injected from outside the workers
@@ -83,9 +86,8 @@ func (g *Group) Wait() error {
 		<-ch
 		g.mu.Lock()
 	}
-	err := g.err
 	g.mu.Unlock()
-	return err
+	return g.waited()
 }
 
 // outside panics when g was made by Ctx.Group: its task submits and waits
@@ -98,9 +100,16 @@ func (g *Group) outside(method string) {
 }
 
 // Context returns the group's context: canceled when the first task fails,
-// when the parent context (or the enclosing task's group) is canceled, or
-// when the runtime closes with Cancel. It is created on first use, so
-// groups that never ask for it cost no context allocation.
+// when the parent context (or the enclosing task's group) is canceled, when
+// the runtime closes with Cancel, or when a Wait (Group.Wait or Ctx.Wait)
+// returns, as errgroup's is. It is created on first use, so groups that
+// never ask for it cost no context allocation; a group used again after
+// Wait gets a new one.
+//
+// Canceling it at Wait is what lets it go: a context derived from a
+// cancelable parent stays registered with that parent until one of the
+// two is canceled, so a context kept open past Wait would hold the group
+// for as long as the parent lives.
 func (g *Group) Context() context.Context {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -120,13 +129,61 @@ func (g *Group) Context() context.Context {
 			// unreachable; its cleanup then unregisters the callback.
 			cancel := g.cancel
 			stop := context.AfterFunc(g.rt.baseCtx, func() { cancel(ErrClosed) })
-			goruntime.AddCleanup(g, func(stop func() bool) { stop() }, stop)
+			if g.closeStop == nil {
+				g.closeStop = &afterStop{}
+				goruntime.AddCleanup(g, (*afterStop).run, g.closeStop)
+			}
+			g.closeStop.set(stop)
 		}
 		if g.err != nil {
 			g.cancel(g.err)
 		}
 	}
 	return g.ctx
+}
+
+// waited is called by a Wait that saw every task finish: unless tasks were
+// submitted again meanwhile, it cancels the group's context (see Context)
+// and returns the first failure.
+func (g *Group) waited() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cancel != nil && g.pending.Load() == 0 {
+		cause := g.err
+		if cause == nil {
+			cause = context.Canceled
+		}
+		g.cancel(cause)
+		g.closeStop.run()
+		g.ctx, g.cancel = nil, nil
+	}
+	return g.err
+}
+
+// afterStop holds the stop function of a context.AfterFunc, so that a
+// group's cleanup can unregister it without referring to the group.
+type afterStop struct {
+	mu   sync.Mutex
+	stop func() bool
+}
+
+func (a *afterStop) set(stop func() bool) {
+	a.mu.Lock()
+	a.stop = stop
+	a.mu.Unlock()
+}
+
+// run unregisters the held callback, if any. A nil *afterStop does nothing.
+func (a *afterStop) run() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	if a.stop != nil {
+		a.stop()
+		a.stop = nil
+	}
+	a.mu.Unlock()
 }
 
 // stopErr returns why the group's unstarted tasks must be dropped, or nil.

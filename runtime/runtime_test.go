@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -499,4 +500,78 @@ func TestStatsFoldedAndExactAfterClose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGroupContextReleased checks that a group's context under a
+// cancelable parent is let go once Wait returns: a context derived from
+// the parent stays registered with it until one of them is canceled, so
+// groups that asked for Context would otherwise pile up in the parent for
+// as long as it lives. Live heap objects must not grow with the number of
+// groups, from outside (Group.Wait) and from a task (Ctx.Group, Ctx.Wait).
+func TestGroupContextReleased(t *testing.T) {
+	rt := newTestRuntime(t, Config{})
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outside := func(n int) {
+		for range n {
+			g := rt.Group(parent)
+			g.Go(func(c *Ctx) error { _ = c.Context(); return nil })
+			if err := g.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if g.Context().Err() != nil {
+				t.Fatal("a group's context after a finished Wait was canceled, want a new one")
+			}
+			g.Go(func(*Ctx) error { return nil })
+			g.Wait()
+		}
+	}
+	inside := func(n int) {
+		g := rt.Group(parent)
+		g.Go(func(c *Ctx) error {
+			for range n {
+				sub := c.Group()
+				ctx := sub.Context()
+				c.Go(sub, func(*Ctx) error { return nil })
+				if err := c.Wait(sub); err != nil {
+					return err
+				}
+				if ctx.Err() == nil {
+					return errors.New("the context of a waited group is not canceled")
+				}
+			}
+			return nil
+		})
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(int)
+	}{{"outside", outside}, {"inside", inside}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(1000) // warm up pools and free lists
+			before := liveObjects()
+			const n = 20000
+			tc.run(n)
+			// A kept context holds at least one object per group (its
+			// entry in the parent, the context, the group): n or more.
+			// The allowance is for what the race detector, timers and
+			// free lists hold at the moment of the count (a few
+			// thousand seen under -race).
+			if grew := liveObjects() - before; grew > n/2 {
+				t.Errorf("%d live heap objects more after %d groups with a context: the contexts are kept", grew, n)
+			}
+		})
+	}
+}
+
+// liveObjects returns the number of live heap objects after a full GC.
+func liveObjects() int64 {
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.GC() // the second pass runs the cleanups the first queued
+	goruntime.ReadMemStats(&ms)
+	return int64(ms.HeapObjects)
 }
