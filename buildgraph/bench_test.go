@@ -1,9 +1,13 @@
 package buildgraph
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
+	"time"
 )
 
 // buildLike returns a graph shaped like a C project: n compiles, each
@@ -117,5 +121,48 @@ func BenchmarkSplitWords(b *testing.B) {
 		if _, err := SplitWords(cmd); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLoadHistory reads a 10000-entry history file (ns/op over
+// 10000 is the cost per entry), in the form WriteTo writes and in that of
+// version 1, which goes through encoding/json.
+func BenchmarkLoadHistory(b *testing.B) {
+	h := NewHistory()
+	for i := range 10000 {
+		t := &Task{ID: fmt.Sprintf("obj/f%d.o", i), Cmd: []string{"cc", "-c", fmt.Sprintf("f%d.c", i)}}
+		for r := range 3 {
+			h.Record(t, time.Duration(100+i%50+r)*time.Millisecond)
+		}
+	}
+	var buf bytes.Buffer
+	h.WriteTo(&buf)
+	v2 := buf.Bytes()
+	v1 := []byte(historyHeaderV1 + "\n" + strings.ReplaceAll(string(v2[bytes.IndexByte(v2, '\n')+1:]), `"ms":[`, `"ms": [`))
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"v2", v2}, {"v1", v1}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ReadHistory(bytes.NewReader(c.data), "h"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSaveHistory writes a 10000-entry history.
+func BenchmarkSaveHistory(b *testing.B) {
+	h := NewHistory()
+	for i := range 10000 {
+		h.Record(&Task{ID: fmt.Sprintf("obj/f%d.o", i), Cmd: []string{"cc", "-c", fmt.Sprintf("f%d.c", i)}}, time.Second)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h.WriteTo(io.Discard)
 	}
 }

@@ -13,13 +13,15 @@
 //     cycles (named in order, "cycle: a -> b -> c -> a"), undeclared pools.
 //   - programs.go: [Graph.CheckPrograms], which finds a missing compiler
 //     before anything runs.
-//   - scheduler.go, priority.go: the [Scheduler], which hands out ready tasks
-//     in critical-path order (longest remaining chain first, as ninja 1.12
-//     does) while never exceeding the CPU-slot, memory and pool limits, and
-//     which turns completions into one [Outcome] per task: dependents of a
-//     failure are Skipped, and without keep-going the rest are NotRun.
-//   - history.go: [History], the durations of earlier runs that weight the
-//     critical path.
+//   - scheduler.go, priority.go, readyq.go: the [Scheduler], which hands out
+//     ready tasks in critical-path order (longest remaining chain first, as
+//     ninja 1.12 does) while never exceeding the CPU-slot, memory and pool
+//     limits, and which turns completions into one [Outcome] per task:
+//     dependents of a failure are Skipped, and without keep-going the rest
+//     are NotRun. Its cost per task does not grow with the graph (heaps of
+//     ready tasks, counters for Progress).
+//   - history.go, history_format.go: [History], the durations of earlier
+//     runs that weight the critical path, bounded by [History.Retain].
 //   - trace.go: [TraceWriter], a Chrome Trace Event writer (one track per
 //     CPU) whose output opens in Perfetto.
 //   - shellwords.go: [SplitWords] and [QuoteWords], POSIX shell word rules

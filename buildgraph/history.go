@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,25 +22,40 @@ import (
 // part of the way.
 const HistoryRuns = 5
 
-// historyHeader is the first line of a history file.
-const historyHeader = `{"numasteal_history":1}`
+// HistoryKeepRuns is how many runs an entry of a History survives without
+// matching a task (see History.Retain): a guess, long enough for a branch
+// switched away from and back, short enough that a command file whose
+// lines shift every run keeps at most about that many entries per task.
+const HistoryKeepRuns = 3
+
+// historyHeaderV1 is the first line of a history file of version 1 (no
+// run counts), which is still read; historyHeaderV2 begins that of the
+// version written now, followed by the number of runs and "}".
+const (
+	historyHeaderV1 = `{"numasteal_history":1}`
+	historyHeaderV2 = `{"numasteal_history":2,"runs":`
+)
 
 // History holds the durations of earlier runs, to weight the critical path
 // (like ninja's .ninja_log). It is safe for concurrent use; a nil *History
 // is an empty one.
 //
-// The file is JSON lines: the header line {"numasteal_history":1}, then one
-// object per task,
+// The file is JSON lines: the header line {"numasteal_history":2,"runs":R}
+// with R the number of runs it has seen (see Retain), then one object per
+// task,
 //
-//	{"id":"a.o","hash":"5c3f0e5f2b0a9d41","ms":[812,790,805]}
+//	{"id":"a.o","hash":"5c3f0e5f2b0a9d41","ms":[812,790,805],"seen":12}
 //
-// with the task's ID, its [Task.CommandHash] and up to HistoryRuns
-// durations in milliseconds, oldest first. Blank lines are skipped.
+// with the task's ID, its [Task.CommandHash], up to HistoryRuns durations
+// in milliseconds, oldest first, and the last run in which the entry
+// matched a task. Blank lines are skipped. A file of version 1 (header
+// {"numasteal_history":1}, no "seen") reads as one of 0 runs.
 type History struct {
 	mu      sync.Mutex
+	runs    int64 // runs ended by Retain, counted in the file
 	entries map[histKey]*histEntry
-	byHash  map[string]*histEntry // the entry last recorded or read for a hash
-	byID    map[string]*histEntry // the entry last recorded or read for an ID
+	byHash  map[string]*histEntry // per hash, the entry seen last (then recorded or read last)
+	byID    map[string]*histEntry // per ID, likewise
 }
 
 type histKey struct{ id, hash string }
@@ -48,6 +64,9 @@ type histEntry struct {
 	ID   string  `json:"id"`
 	Hash string  `json:"hash"`
 	MS   []int64 `json:"ms"`
+	// Seen is the last run (History.runs at its end) in which the entry
+	// matched a task; 0 in a file of version 1.
+	Seen int64 `json:"seen,omitempty"`
 }
 
 // NewHistory returns an empty History.
@@ -90,20 +109,27 @@ func ReadHistory(r io.Reader, name string) (*History, error) {
 			return &Error{Pos: Pos{File: name, Line: line}, Msg: "history: " + fmt.Sprintf(format, args...), Err: ErrSyntax}
 		}
 		if !header {
-			if string(text) != historyHeader {
-				return nil, bad("not a numasteal history file (want the header %s)", historyHeader)
+			runs, ok := parseHistoryHeader(text)
+			if !ok {
+				return nil, bad("not a numasteal history file (want the header %s or %sN})", historyHeaderV1, historyHeaderV2)
 			}
+			h.runs = runs
 			header = true
 			continue
 		}
-		var e histEntry
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&e); err != nil {
-			return nil, bad("%s", strings.TrimPrefix(err.Error(), "json: "))
-		}
-		if dec.More() {
-			return nil, bad("more than one object on the line")
+		e := new(histEntry)
+		if !parseHistEntry(text, e) {
+			// Not in the form WriteTo writes: let encoding/json decide,
+			// and name what is wrong.
+			*e = histEntry{}
+			dec := json.NewDecoder(bytes.NewReader(text))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(e); err != nil {
+				return nil, bad("%s", strings.TrimPrefix(err.Error(), "json: "))
+			}
+			if dec.More() {
+				return nil, bad("more than one object on the line")
+			}
 		}
 		if e.ID == "" || e.Hash == "" {
 			return nil, bad(`entry lacks "id" or "hash"`)
@@ -111,7 +137,10 @@ func ReadHistory(r io.Reader, name string) (*History, error) {
 		if len(e.MS) == 0 || len(e.MS) > HistoryRuns || slices.Min(e.MS) < 0 {
 			return nil, bad(`"ms" must hold 1 to %d durations, none negative`, HistoryRuns)
 		}
-		h.put(&e)
+		if e.Seen < 0 || e.Seen > h.runs {
+			return nil, bad(`"seen" must be 0 to the header's runs (%d)`, h.runs)
+		}
+		h.put(e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &Error{Pos: Pos{File: name}, Msg: "history: " + err.Error(), Err: err}
@@ -119,10 +148,30 @@ func ReadHistory(r io.Reader, name string) (*History, error) {
 	return h, nil
 }
 
+// put adds or replaces e. It becomes the entry for its hash and its ID
+// unless the one there was seen in a later run.
 func (h *History) put(e *histEntry) {
 	h.entries[histKey{e.ID, e.Hash}] = e
-	h.byHash[e.Hash] = e
-	h.byID[e.ID] = e
+	if o := h.byHash[e.Hash]; o == nil || o.Seen <= e.Seen {
+		h.byHash[e.Hash] = e
+	}
+	if o := h.byID[e.ID]; o == nil || o.Seen <= e.Seen {
+		h.byID[e.ID] = e
+	}
+}
+
+// lookupLocked returns the entry an estimate of the task (id, hash) reads:
+// the same ID and command, else the same command, else the same ID; nil
+// when none. h.mu must be held.
+func (h *History) lookupLocked(id, hash string) *histEntry {
+	e := h.entries[histKey{id, hash}]
+	if e == nil {
+		e = h.byHash[hash]
+	}
+	if e == nil {
+		e = h.byID[id]
+	}
+	return e
 }
 
 // Estimate returns the expected duration of t: the mean of the recorded
@@ -137,13 +186,7 @@ func (h *History) Estimate(t *Task) (d time.Duration, ok bool) {
 	hash := t.CommandHash()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e := h.entries[histKey{t.ID, hash}]
-	if e == nil {
-		e = h.byHash[hash]
-	}
-	if e == nil {
-		e = h.byID[t.ID]
-	}
+	e := h.lookupLocked(t.ID, hash)
 	if e == nil {
 		return 0, false
 	}
@@ -164,7 +207,7 @@ func (h *History) Record(t *Task, d time.Duration) {
 	defer h.mu.Unlock()
 	e := h.entries[histKey{t.ID, hash}]
 	if e == nil {
-		e = &histEntry{ID: t.ID, Hash: hash}
+		e = &histEntry{ID: t.ID, Hash: hash, Seen: h.runs}
 	}
 	e.MS = append(e.MS, ms)
 	if n := len(e.MS); n > HistoryRuns {
@@ -183,26 +226,49 @@ func (h *History) Len() int {
 	return len(h.entries)
 }
 
-// Retain drops the entries that match no task of g by ID or by command,
-// so that a history file does not grow forever as a project changes.
+// Retain ends a run of g, so that a history stays bounded however its
+// project changes. Call it once per run, after the last Record.
+//
+// The rule: the run gets the next number; each task of g marks as seen in
+// it the entry its estimate reads (the same ID and command, else the same
+// command, else the same ID: [History.Estimate]); then every entry not seen
+// in this run or the HistoryKeepRuns-1 before it is dropped. So an entry
+// lives HistoryKeepRuns runs past its last match, and a history holds at
+// most about HistoryKeepRuns entries per task of the recent graphs, even
+// for a command file whose IDs shift every run (each run records entries
+// under new IDs, and the old ones match nothing).
 func (h *History) Retain(g *Graph) {
-	ids := make(map[string]bool, len(g.Tasks))
-	hashes := make(map[string]bool, len(g.Tasks))
-	for _, t := range g.Tasks {
-		ids[t.ID] = true
-		hashes[t.CommandHash()] = true
+	hashes := make([]string, len(g.Tasks))
+	for i, t := range g.Tasks {
+		hashes[i] = t.CommandHash()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.runs++
+	for i, t := range g.Tasks {
+		if e := h.lookupLocked(t.ID, hashes[i]); e != nil {
+			e.Seen = h.runs
+		}
+	}
 	for k, e := range h.entries {
-		if !ids[k.id] && !hashes[k.hash] {
-			delete(h.entries, k)
-			if h.byHash[k.hash] == e {
-				delete(h.byHash, k.hash)
-			}
-			if h.byID[k.id] == e {
-				delete(h.byID, k.id)
-			}
+		if h.runs-e.Seen < HistoryKeepRuns {
+			continue
+		}
+		delete(h.entries, k)
+		if h.byHash[k.hash] == e {
+			delete(h.byHash, k.hash)
+		}
+		if h.byID[k.id] == e {
+			delete(h.byID, k.id)
+		}
+	}
+	// An ID or hash whose entry went may still have another.
+	for k, e := range h.entries {
+		if h.byHash[k.hash] == nil || h.byHash[k.hash].Seen < e.Seen {
+			h.byHash[k.hash] = e
+		}
+		if h.byID[k.id] == nil || h.byID[k.id].Seen < e.Seen {
+			h.byID[k.id] = e
 		}
 	}
 }
@@ -210,10 +276,14 @@ func (h *History) Retain(g *Graph) {
 // WriteTo writes the history in the file format, entries sorted by ID and
 // hash so that the file diffs well.
 func (h *History) WriteTo(w io.Writer) (int64, error) {
-	var buf bytes.Buffer
-	buf.WriteString(historyHeader + "\n")
-	if h != nil {
+	var buf []byte
+	if h == nil {
+		buf = strconv.AppendInt([]byte(historyHeaderV2), 0, 10)
+		buf = append(buf, "}\n"...)
+	} else {
 		h.mu.Lock()
+		buf = strconv.AppendInt([]byte(historyHeaderV2), h.runs, 10)
+		buf = append(buf, "}\n"...)
 		es := make([]*histEntry, 0, len(h.entries))
 		for _, e := range h.entries {
 			es = append(es, e)
@@ -224,17 +294,13 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 			}
 			return strings.Compare(a.Hash, b.Hash)
 		})
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
 		for _, e := range es {
-			if err := enc.Encode(e); err != nil { // cannot fail for strings and ints
-				h.mu.Unlock()
-				return 0, err
-			}
+			buf = appendHistEntry(buf, e)
 		}
 		h.mu.Unlock()
 	}
-	return buf.WriteTo(w)
+	n, err := w.Write(buf)
+	return int64(n), err
 }
 
 // Save writes the history to path atomically: to a temporary file in the

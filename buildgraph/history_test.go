@@ -1,9 +1,13 @@
 package buildgraph
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +30,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"numasteal_history":1}
+	want := `{"numasteal_history":2,"runs":0}
 {"id":"a.o","hash":"` + a.CommandHash() + `","ms":[300,400,500,600,700]}
 {"id":"b.o","hash":"` + b.CommandHash() + `","ms":[2]}
 `
@@ -94,12 +98,122 @@ func TestHistoryRetain(t *testing.T) {
 	for _, tk := range []*Task{keep, moved, gone} {
 		h.Record(tk, time.Second)
 	}
-	h.Retain(&Graph{Tasks: []*Task{keep, {ID: "new id", Shell: "b"}}})
-	if h.Len() != 2 {
-		t.Errorf("Len = %d, want 2", h.Len())
+	// keep matches by ID and command, moved by command; gone matches
+	// nothing and lives HistoryKeepRuns runs.
+	g := &Graph{Tasks: []*Task{keep, {ID: "new id", Shell: "b"}}}
+	for run := 1; run <= HistoryKeepRuns; run++ {
+		h.Retain(g)
+		want := 3
+		if run == HistoryKeepRuns {
+			want = 2
+		}
+		if h.Len() != want {
+			t.Errorf("after run %d: Len = %d, want %d", run, h.Len(), want)
+		}
 	}
 	if _, ok := h.Estimate(gone); ok {
 		t.Error("gone still estimated")
+	}
+	if _, ok := h.Estimate(moved); !ok {
+		t.Error("moved no longer estimated")
+	}
+}
+
+// TestHistoryBoundedShifting simulates 20 runs of a command file to which
+// a line is prepended before every run, so every ID names another command
+// each time: the history must stay near HistoryKeepRuns entries per task,
+// survive each save and load, and still estimate every command.
+func TestHistoryBoundedShifting(t *testing.T) {
+	const n, runs = 1000, 20
+	path := filepath.Join(t.TempDir(), "history")
+	for run := range runs {
+		h, err := LoadHistory(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &Graph{}
+		for i := range n {
+			// Line i+run holds the command that was line i+run-1 a run ago.
+			g.Tasks = append(g.Tasks, &Task{ID: "line " + strconv.Itoa(i+run+1), Shell: "cmd " + strconv.Itoa(i)})
+		}
+		known := 0
+		for _, tk := range g.Tasks {
+			if _, ok := h.Estimate(tk); ok {
+				known++
+			}
+			h.Record(tk, 10*time.Millisecond)
+		}
+		if run > 0 && known != n {
+			t.Errorf("run %d: %d of %d commands estimated", run, known, n)
+		}
+		h.Retain(g)
+		if limit := HistoryKeepRuns * n; h.Len() > limit {
+			t.Fatalf("run %d: %d entries, more than %d", run, h.Len(), limit)
+		}
+		if err := h.Save(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadHistoryVersion1 reads a file of version 1: its entries count as
+// seen in run 0, so they live HistoryKeepRuns runs unless matched.
+func TestReadHistoryVersion1(t *testing.T) {
+	a := &Task{ID: "a.o", Shell: "cc a"}
+	in := `{"numasteal_history":1}` + "\n" + `{"id":"a.o","hash":"` + a.CommandHash() + `","ms":[10,20]}` + "\n" +
+		`{"id":"old","hash":"0000000000000000","ms":[5]}` + "\n"
+	h, err := ReadHistory(strings.NewReader(in), "hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := h.Estimate(a); !ok || d != 15*time.Millisecond || h.Len() != 2 {
+		t.Fatalf("Estimate = %v, %v; Len %d", d, ok, h.Len())
+	}
+	g := &Graph{Tasks: []*Task{a}}
+	for range HistoryKeepRuns {
+		h.Retain(g)
+	}
+	var buf bytes.Buffer
+	h.WriteTo(&buf)
+	want := `{"numasteal_history":2,"runs":3}` + "\n" + `{"id":"a.o","hash":"` + a.CommandHash() + `","ms":[10,20],"seen":3}` + "\n"
+	if buf.String() != want {
+		t.Errorf("file:\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestHistoryLineForms checks that the fast line parser and encoding/json
+// agree: every line appendHistEntry writes parses back to the same entry
+// both ways, and lines in another form are left to encoding/json.
+func TestHistoryLineForms(t *testing.T) {
+	for _, e := range []histEntry{
+		{ID: "a.o", Hash: "5c3f0e5f2b0a9d41", MS: []int64{1}},
+		{ID: "line 12", Hash: "x", MS: []int64{0, 1, 2, 3, 999999999999}, Seen: 7},
+		{ID: `q"uote\back`, Hash: "h", MS: []int64{3}, Seen: 1},
+		{ID: "tab\tnew\nline é <&>", Hash: "h", MS: []int64{4}},
+	} {
+		line := appendHistEntry(nil, &e)
+		var viaJSON histEntry
+		if err := json.Unmarshal(line, &viaJSON); err != nil || !reflect.DeepEqual(viaJSON, e) {
+			t.Errorf("%s: encoding/json reads %+v, %v; want %+v", line, viaJSON, err, e)
+		}
+		var fast histEntry
+		if parseHistEntry(bytes.TrimSuffix(line, []byte("\n")), &fast) {
+			if !reflect.DeepEqual(fast, e) {
+				t.Errorf("%s: fast parser reads %+v, want %+v", line, fast, e)
+			}
+		} else if plainJSON(e.ID) && plainJSON(e.Hash) {
+			t.Errorf("%s: fast parser refused a plain line", line)
+		}
+	}
+	for _, line := range []string{
+		`{"hash":"h","id":"a","ms":[1]}`, `{"id":"a","hash":"h","ms":[01]}`, `{"id":"a","hash":"h","ms":[-1]}`,
+		`{"id":"a", "hash":"h","ms":[1]}`, `{"id":"a","hash":"h","ms":[1]} {}`, `{"id":"a","hash":"h","ms":[1,2,3,4,5,6]}`,
+		`{"id":"a","hash":"h","ms":[]}`, `{"id":"a","hash":"h","ms":[1],"seen":1,"x":2}`, `{"id":"\u0061","hash":"h","ms":[1]}`,
+	} {
+		var e histEntry
+		if parseHistEntry([]byte(line), &e) {
+			t.Errorf("fast parser took %s", line)
+		}
 	}
 }
 
@@ -113,7 +227,8 @@ func TestLoadHistoryMissing(t *testing.T) {
 func TestReadHistoryCorrupt(t *testing.T) {
 	const hdr = `{"numasteal_history":1}` + "\n"
 	for _, tt := range []struct{ in, err string }{
-		{"# ninja log v5\n", `hist:1: history: not a numasteal history file (want the header {"numasteal_history":1})`},
+		{"# ninja log v5\n", `hist:1: history: not a numasteal history file (want the header {"numasteal_history":1} or {"numasteal_history":2,"runs":N})`},
+		{`{"numasteal_history":2,"runs":1}` + "\n" + `{"id":"a","hash":"1","ms":[1],"seen":2}`, `hist:2: history: "seen" must be 0 to the header's runs (1)`},
 		{hdr + `{"id":"a","hash":"1","ms":[1]}` + "\n\n" + `{"id":"a","hash":"1","ms":[1]` + "\n", `hist:4: history: unexpected EOF`},
 		{hdr + `{"id":"a","hash":"1","ms":[1],"x":2}`, `hist:2: history: unknown field "x"`},
 		{hdr + `{"id":"a","hash":"1","ms":["1"]}`, `hist:2: history: cannot unmarshal string into Go struct field histEntry.ms of type int64`},

@@ -3,6 +3,8 @@ package buildgraph
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -53,6 +55,14 @@ type Limits struct {
 // schedule; Cancel stops it too. Once stopped and the running tasks are
 // reported, every task left gets NotRun (or Canceled, after Cancel) and
 // Finished becomes true. Each task gets exactly one Outcome.
+//
+// Cost. Handing out a task and reporting it cost O(log n) in the number of
+// ready tasks, and Progress O(1) in the number of tasks (O(pools)): ready
+// tasks wait in one heap per pool (readyq), the progress figures are kept
+// as counters, and PathLeft is the top of a heap of the running tasks. The
+// tasks' state sits behind one mutex, held for a few hundred nanoseconds a
+// call: a process runner forks thousands of times slower, so a finer lock
+// would buy nothing measurable (see docs/bench-scale.md).
 type Scheduler struct {
 	g      *Graph
 	lim    Limits
@@ -61,15 +71,29 @@ type Scheduler struct {
 	prio   []int64
 	timed  bool // weights are milliseconds from a History
 	now    func() time.Time
+	// depOff and depOn hold the dependents of each task: those of task i
+	// are depOn[depOff[i]:depOff[i+1]].
+	depOff, depOn []int32
+	// Pools by number: 0 is "no pool", then Graph.Pools in name order.
+	poolName  []string
+	poolDepth []int
+	// maxSlots and maxMem are the largest Slots and MemMB of any task: with
+	// that much free, every task fits and Next looks at no task's needs.
+	maxSlots, maxMem int
 
-	mu         sync.Mutex
-	nodes      []node
-	ready      []int // best last: by priority, then graph order reversed
-	waiting    int   // tasks in state waiting
-	running    int
+	mu    sync.Mutex
+	nodes []node
+	// ready holds the ready tasks, one heap per pool number.
+	ready      []readyq
+	nready     int    // tasks in state ready
+	waiting    int    // tasks in state waiting
+	running    int    // tasks in state running
+	runq       readyq // running tasks, and finished ones not yet pruned from the top
+	workLeft   int64  // summed weight of the tasks without an outcome
 	slotsUsed  int
 	memUsed    int
-	poolUsed   map[string]int
+	poolUsed   []int // by pool number
+	scratch    []int32
 	stopped    bool // hand out nothing more
 	canceled   bool // stopped by Cancel or a Canceled task
 	finished   bool // every task has an outcome
@@ -87,12 +111,15 @@ const (
 )
 
 type node struct {
-	dependents []int // indices of the tasks that depend on this one
-	unmet      int   // dependencies that have not succeeded yet
-	state      nodeState
-	outcome    Outcome
-	cause      int // for Skipped: index of the failed task; else -1
 	start, end time.Time
+	unmet      int32 // dependencies that have not succeeded yet
+	cause      int32 // for Skipped: index of the failed task; else -1
+	pool       int32 // pool number (Scheduler.poolName)
+	// slots and memMB are the task's Slots() and MemMB, here so that
+	// Complete reads no Task.
+	slots, memMB int32
+	state        nodeState
+	outcome      Outcome
 }
 
 // NewScheduler validates g (Graph.Validate) and checks it against lim: a
@@ -105,6 +132,9 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 	}
 	if err := g.Validate(); err != nil {
 		return nil, err
+	}
+	if len(g.Tasks) > math.MaxInt32-1 {
+		return nil, fmt.Errorf("buildgraph: NewScheduler: %d tasks, more than %d", len(g.Tasks), math.MaxInt32-1)
 	}
 	v := validator{g: g}
 	for _, t := range g.Tasks {
@@ -120,12 +150,11 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 	}
 
 	s := &Scheduler{
-		g:        g,
-		lim:      lim,
-		index:    make(map[*Task]int, len(g.Tasks)),
-		now:      time.Now,
-		nodes:    make([]node, len(g.Tasks)),
-		poolUsed: make(map[string]int),
+		g:     g,
+		lim:   lim,
+		index: make(map[*Task]int, len(g.Tasks)),
+		now:   monotonicClock(time.Now()),
+		nodes: make([]node, len(g.Tasks)),
 	}
 	ids := make(map[string]int, len(g.Tasks))
 	for i, t := range g.Tasks {
@@ -133,40 +162,78 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 		ids[t.ID] = i
 	}
 	deps, _ := resolve(g, ids) // Validate succeeded, so this does too
+	s.depOff, s.depOn = dependentsOf(deps)
 	dependents := make([][]int, len(g.Tasks))
-	for i, ds := range deps {
-		for _, d := range ds {
-			dependents[d] = append(dependents[d], i)
+	for i := range dependents {
+		for _, d := range s.depOn[s.depOff[i]:s.depOff[i+1]] {
+			dependents[i] = append(dependents[i], int(d))
 		}
 	}
 	s.weight, s.timed = weights(g, hist)
 	s.prio = priorities(s.weight, deps, dependents)
-	for i := range s.nodes {
+
+	s.poolName = append([]string{""}, slices.Sorted(maps.Keys(g.Pools))...)
+	poolNum := make(map[string]int32, len(s.poolName))
+	s.poolDepth = make([]int, len(s.poolName))
+	for k, name := range s.poolName[1:] {
+		poolNum[name] = int32(k + 1)
+		s.poolDepth[k+1] = g.Pools[name]
+	}
+	s.poolUsed = make([]int, len(s.poolName))
+	s.ready = make([]readyq, len(s.poolName))
+	for i, t := range g.Tasks {
 		n := &s.nodes[i]
-		n.dependents, n.unmet, n.cause = dependents[i], len(deps[i]), -1
+		n.unmet, n.cause, n.pool = int32(len(deps[i])), -1, poolNum[t.Pool]
+		n.slots, n.memMB = int32(min(t.Slots(), math.MaxInt32)), int32(min(t.MemMB, math.MaxInt32))
+		s.maxSlots, s.maxMem = max(s.maxSlots, t.Slots()), max(s.maxMem, t.MemMB)
+		s.workLeft += s.weight[i]
 		if n.unmet == 0 {
-			n.state = stateReady
-			s.ready = append(s.ready, i)
+			s.makeReady(int32(i))
 		} else {
 			s.waiting++
 		}
 	}
-	slices.SortFunc(s.ready, s.cmpReady)
 	s.maybeFinish() // an empty graph is finished at once
 	return s, nil
 }
 
-// cmpReady orders the ready list so that the best task is last, where
-// taking it costs nothing: lower priority first, and among equals the task
-// later in the graph first.
-func (s *Scheduler) cmpReady(a, b int) int {
-	switch {
-	case s.prio[a] < s.prio[b]:
-		return -1
-	case s.prio[a] > s.prio[b]:
-		return 1
+// monotonicClock returns a clock that reads the monotonic clock only: base
+// plus the time since base, one clock read where time.Now takes two.
+func monotonicClock(base time.Time) func() time.Time {
+	return func() time.Time { return base.Add(time.Since(base)) }
+}
+
+// dependentsOf inverts deps (i depends on deps[i]) into the dependents of
+// each task, packed: those of j are on[off[j]:off[j+1]], in increasing
+// order.
+func dependentsOf(deps [][]int) (off, on []int32) {
+	off = make([]int32, len(deps)+1)
+	for _, ds := range deps {
+		for _, d := range ds {
+			off[d+1]++
+		}
 	}
-	return b - a
+	for j := range deps {
+		off[j+1] += off[j]
+	}
+	on = make([]int32, off[len(deps)])
+	fill := slices.Clone(off[:len(deps)])
+	for i, ds := range deps {
+		for _, d := range ds {
+			on[fill[d]] = int32(i)
+			fill[d]++
+		}
+	}
+	return off, on
+}
+
+// makeReady puts task i, whose dependencies have all succeeded, among the
+// ready tasks. s.mu must be held (or s not yet shared).
+func (s *Scheduler) makeReady(i int32) {
+	n := &s.nodes[i]
+	n.state = stateReady
+	s.ready[n.pool].push(qent{s.prio[i], i})
+	s.nready++
 }
 
 // Priority returns t's critical-path priority (see Scheduler): in
@@ -208,7 +275,7 @@ func (s *Scheduler) Acquire(ctx context.Context) (*Task, error) {
 			s.mu.Unlock()
 			return t, nil
 		}
-		if s.stopped || s.finished || (len(s.ready) == 0 && s.waiting == 0) {
+		if s.stopped || s.finished || (s.nready == 0 && s.waiting == 0) {
 			s.mu.Unlock()
 			return nil, ErrNoMoreTasks
 		}
@@ -258,41 +325,60 @@ func (s *Scheduler) notifyLocked() {
 	}
 }
 
-// nextLocked implements Next. s.mu must be held.
+// nextLocked implements Next: the first ready task in scheduling order
+// whose slots, memory and pool are free. Each pool's heap offers its first
+// task that fits (readyq.first, bounded by the best offer so far), and the
+// best offer wins; that is the first fitting task of all the ready ones in
+// one order. s.mu must be held.
 func (s *Scheduler) nextLocked() *Task {
-	if s.stopped || s.finished || (s.lim.Slots > 0 && s.slotsUsed >= s.lim.Slots) {
+	if s.stopped || s.finished || s.nready == 0 || (s.lim.Slots > 0 && s.slotsUsed >= s.lim.Slots) {
 		return nil
 	}
-	for k := len(s.ready) - 1; k >= 0; k-- {
-		i := s.ready[k]
-		t := s.g.Tasks[i]
-		if !s.fits(t) {
+	fits := s.fitsIndex
+	if (s.lim.Slots == 0 || s.slotsUsed+s.maxSlots <= s.lim.Slots) && (s.lim.MemMB == 0 || s.memUsed+s.maxMem <= s.lim.MemMB) {
+		fits = fitsAll
+	}
+	bestPool, bestPos := -1, 0
+	var best qent
+	for p := range s.ready {
+		q := s.ready[p]
+		if len(q) == 0 || (p > 0 && s.poolUsed[p] >= s.poolDepth[p]) {
 			continue
 		}
-		s.ready = slices.Delete(s.ready, k, k+1)
-		s.slotsUsed += t.Slots()
-		s.memUsed += t.MemMB
-		if t.Pool != "" {
-			s.poolUsed[t.Pool]++
+		var k int
+		var ok bool
+		k, ok, s.scratch = q.first(fits, best, bestPool >= 0, s.scratch)
+		if ok {
+			bestPool, bestPos, best = p, k, q[k]
 		}
-		n := &s.nodes[i]
-		n.state = stateRunning
-		n.start = s.now()
-		s.running++
-		return t
 	}
-	return nil
+	if bestPool < 0 {
+		return nil
+	}
+	s.ready[bestPool].removeAt(bestPos)
+	s.nready--
+	i := best.i
+	n := &s.nodes[i]
+	s.slotsUsed += int(n.slots)
+	s.memUsed += int(n.memMB)
+	s.poolUsed[bestPool]++
+	n.state = stateRunning
+	n.start = s.now()
+	s.running++
+	s.runq.push(best)
+	return s.g.Tasks[i]
 }
 
-// fits reports whether t can start with the resources now free.
-func (s *Scheduler) fits(t *Task) bool {
-	if s.lim.Slots > 0 && s.slotsUsed+t.Slots() > s.lim.Slots {
+func fitsAll(int32) bool { return true }
+
+// fitsIndex reports whether task i's slots and memory are free (its pool
+// is checked by the caller).
+func (s *Scheduler) fitsIndex(i int32) bool {
+	n := &s.nodes[i]
+	if s.lim.Slots > 0 && s.slotsUsed+int(n.slots) > s.lim.Slots {
 		return false
 	}
-	if s.lim.MemMB > 0 && s.memUsed+t.MemMB > s.lim.MemMB {
-		return false
-	}
-	return t.Pool == "" || s.poolUsed[t.Pool] < s.g.Pools[t.Pool]
+	return s.lim.MemMB == 0 || s.memUsed+int(n.memMB) <= s.lim.MemMB
 }
 
 // Done reports that a running task finished: Succeeded when ok, else
@@ -323,35 +409,26 @@ func (s *Scheduler) Complete(t *Task, o Outcome) {
 	if o != Succeeded && o != Failed && o != Canceled {
 		panic(fmt.Sprintf("buildgraph: Scheduler.Complete: task %q: outcome %v is not Succeeded, Failed or Canceled", t.ID, o))
 	}
-	s.slotsUsed -= t.Slots()
-	s.memUsed -= t.MemMB
-	if t.Pool != "" {
-		s.poolUsed[t.Pool]--
-	}
+	s.slotsUsed -= int(n.slots)
+	s.memUsed -= int(n.memMB)
+	s.poolUsed[n.pool]--
 	s.running--
 	s.finishNode(i, o, -1)
 	n.end = s.now()
+	// Prune finished tasks off the top of runq, so its top is the running
+	// task of highest priority (Progress.PathLeft). Each task leaves once.
+	for len(s.runq) > 0 && s.nodes[s.runq[0].i].state != stateRunning {
+		s.runq.removeAt(0)
+	}
 
 	switch o {
 	case Succeeded:
-		added := 0
-		for _, d := range n.dependents {
+		for _, d := range s.depOn[s.depOff[i]:s.depOff[i+1]] {
 			dn := &s.nodes[d]
 			if dn.unmet--; dn.unmet == 0 && dn.state == stateWaiting {
-				dn.state = stateReady
 				s.waiting--
-				s.ready = append(s.ready, d)
-				added++
+				s.makeReady(d)
 			}
-		}
-		switch {
-		case added == 1: // the common case: move it into place
-			d := s.ready[len(s.ready)-1]
-			k, _ := slices.BinarySearchFunc(s.ready[:len(s.ready)-1], d, s.cmpReady)
-			copy(s.ready[k+1:], s.ready[k:len(s.ready)-1])
-			s.ready[k] = d
-		case added > 1: // a header that thousands of compiles wait for
-			slices.SortFunc(s.ready, s.cmpReady)
 		}
 	case Failed:
 		s.skipDependents(i)
@@ -369,14 +446,14 @@ func (s *Scheduler) Complete(t *Task, o Outcome) {
 // directly or not, Skipped. Those tasks are all waiting: none can have
 // started, since a task starts only after all its dependencies succeed.
 func (s *Scheduler) skipDependents(i int) {
-	stack := []int{i}
+	stack := []int32{int32(i)}
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, d := range s.nodes[j].dependents {
+		for _, d := range s.depOn[s.depOff[j]:s.depOff[j+1]] {
 			if s.nodes[d].state == stateWaiting {
 				s.waiting--
-				s.finishNode(d, Skipped, i)
+				s.finishNode(int(d), Skipped, i)
 				stack = append(stack, d)
 			}
 		}
@@ -386,27 +463,31 @@ func (s *Scheduler) skipDependents(i int) {
 // finishNode gives node i its outcome. The caller adjusts the state counts.
 func (s *Scheduler) finishNode(i int, o Outcome, cause int) {
 	n := &s.nodes[i]
-	n.state, n.outcome, n.cause = stateDone, o, cause
+	n.state, n.outcome, n.cause = stateDone, o, int32(cause)
 	s.doneCounts[o]++
+	s.workLeft -= s.weight[i]
 }
 
 // maybeFinish ends the schedule when nothing runs and nothing more will:
 // the tasks never started become NotRun (or Canceled). s.mu must be held
 // (or s not yet shared).
 func (s *Scheduler) maybeFinish() {
-	if s.finished || s.running > 0 || !(s.stopped || (len(s.ready) == 0 && s.waiting == 0)) {
+	if s.finished || s.running > 0 || !(s.stopped || (s.nready == 0 && s.waiting == 0)) {
 		return
 	}
 	rest := NotRun
 	if s.canceled {
 		rest = Canceled
 	}
-	for i := range s.nodes {
-		if st := s.nodes[i].state; st == stateWaiting || st == stateReady {
-			s.finishNode(i, rest, -1)
+	if s.nready+s.waiting > 0 {
+		for i := range s.nodes {
+			if st := s.nodes[i].state; st == stateWaiting || st == stateReady {
+				s.finishNode(i, rest, -1)
+			}
 		}
 	}
-	s.ready, s.waiting = nil, 0
+	s.ready, s.runq, s.scratch = nil, nil, nil
+	s.nready, s.waiting = 0, 0
 	s.finished = true
 }
 
@@ -469,31 +550,32 @@ func (s *Scheduler) Results() []Result {
 	return rs
 }
 
-// Progress returns a snapshot of the schedule. It walks every task for
-// WorkLeft and PathLeft; a display that calls it ten times a second costs
-// microseconds for thousands of tasks.
+// Progress returns a snapshot of the schedule. It reads counters kept as
+// the schedule goes and the tops of the heaps, so its cost does not depend
+// on the number of tasks: a display may call it after every completion.
 func (s *Scheduler) Progress() Progress {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := Progress{
 		Total:     len(s.nodes),
 		Waiting:   s.waiting,
-		Ready:     len(s.ready),
+		Ready:     s.nready,
 		Running:   s.running,
 		Done:      s.doneCounts,
 		SlotsUsed: s.slotsUsed,
 		MemUsedMB: s.memUsed,
+		WorkLeft:  s.workLeft,
 		Timed:     s.timed,
 	}
-	for i := range s.nodes {
-		switch s.nodes[i].state {
-		case stateReady, stateRunning:
-			// A waiting task's chain is part of an unfinished dependency's.
-			p.PathLeft = max(p.PathLeft, s.prio[i])
-			fallthrough
-		case stateWaiting:
-			p.WorkLeft += s.weight[i]
+	// A waiting task's chain is part of an unfinished dependency's, so the
+	// longest chain left starts at a ready or a running task.
+	for _, q := range s.ready {
+		if len(q) > 0 {
+			p.PathLeft = max(p.PathLeft, q[0].prio)
 		}
+	}
+	if len(s.runq) > 0 {
+		p.PathLeft = max(p.PathLeft, s.runq[0].prio)
 	}
 	return p
 }

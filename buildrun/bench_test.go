@@ -2,6 +2,7 @@ package buildrun
 
 import (
 	"context"
+	goruntime "runtime"
 	"strconv"
 	"testing"
 
@@ -38,6 +39,55 @@ func BenchmarkRunGraph(b *testing.B) {
 				rep.Close()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(g.Tasks)), "ns/task")
+		})
+	}
+}
+
+// BenchmarkRunMemory runs 2000 /bin/true tasks (independent) per op and
+// reports the heap the run holds per task once it is over (the Report
+// kept), with a history recording every task and a no-op progress
+// callback, as `numasteal run` has, at -j workers and -j 0.
+func BenchmarkRunMemory(b *testing.B) {
+	rt, err := runtime.New(runtime.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	const n = 2000
+	g := &buildgraph.Graph{}
+	for i := range n {
+		g.Tasks = append(g.Tasks, &buildgraph.Task{ID: "c" + strconv.Itoa(i), Cmd: []string{"/bin/true", strconv.Itoa(i)}})
+	}
+	for _, slots := range []int{rt.Workers(), 0} {
+		b.Run("slots="+strconv.Itoa(slots), func(b *testing.B) {
+			var held, peak float64
+			for b.Loop() {
+				h := buildgraph.NewHistory()
+				var before goruntime.MemStats
+				goruntime.GC()
+				goruntime.ReadMemStats(&before)
+				var top uint64
+				rep, err := Run(context.Background(), rt, g, Options{Slots: slots, History: h,
+					Progress: func(Status) {
+						var ms goruntime.MemStats
+						if top == 0 || h.Len()%200 == 0 {
+							goruntime.ReadMemStats(&ms)
+							top = max(top, ms.HeapAlloc)
+						}
+					}})
+				if err != nil || !rep.OK() {
+					b.Fatalf("err %v counts %v", err, rep.Counts)
+				}
+				var after goruntime.MemStats
+				goruntime.GC()
+				goruntime.ReadMemStats(&after)
+				held = float64(after.HeapAlloc-before.HeapAlloc) / n
+				peak = float64(top-before.HeapAlloc) / n
+				goruntime.KeepAlive(h)
+				rep.Close()
+			}
+			b.ReportMetric(held, "heldB/task")
+			b.ReportMetric(peak, "peakB/task")
 		})
 	}
 }

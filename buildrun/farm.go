@@ -120,12 +120,12 @@ func (x *farmExec) close() {
 }
 
 // ranRemote reports whether res is a task's result that ran on the farm
-// (its trace spans are written here, not on a CPU track).
+// (its trace spans are written here, not on a CPU track), and forgets res.
 func (x *farmExec) ranRemote(res *proc.Result) bool {
 	if x == nil {
 		return false
 	}
-	_, ok := x.ran.Load(res)
+	_, ok := x.ran.LoadAndDelete(res) // asked once per result, by build.finish
 	return ok
 }
 
@@ -169,6 +169,7 @@ func (x *farmExec) try(ctx context.Context, b *build, t *buildgraph.Task, cmd pr
 	go func() {
 		defer wg.Done()
 		b.finish(t, x.run(ctx, b, t, c, cmd, lease, pp, pre))
+		b.launchNext(ctx, wg)
 	}()
 	return true
 }

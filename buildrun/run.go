@@ -23,6 +23,10 @@ type Options struct {
 	// 0 means unlimited admission (`-j 0`): the scheduler hands out every
 	// ready task at once, and the process runner still runs only as many
 	// as it has slots, one per worker, in the order they were handed out.
+	// The tasks handed out wait in a queue of Run's, which passes them to
+	// the runner in that order, keeping twice its slots queued there, so a
+	// task costs a goroutine and its process state only once its turn is
+	// near.
 	Slots int
 	// MemMB bounds the memory declared by running tasks; 0 means no limit.
 	MemMB int
@@ -41,7 +45,8 @@ type Options struct {
 	// subreaper); its Slots is ignored (see Slots above).
 	Process proc.Config
 	// Progress, when not nil, is called after each task ends and, with
-	// ProgressEvery, periodically; never concurrently.
+	// ProgressEvery, periodically; never concurrently. Building a Status
+	// costs the same at any number of tasks.
 	Progress func(Status)
 	// ProgressEvery, when positive, is how often Progress is called while
 	// nothing ends.
@@ -60,6 +65,12 @@ type Options struct {
 	// when the local slots are busy (farm.go); Slots then bounds the local
 	// processes and the scheduler hands out the farm's slots on top.
 	Farm *FarmOptions
+	// KeepOutput keeps every task's captured output until Report.Close.
+	// Without it a task's output is released (its memory freed, its spill
+	// files closed and removed) as soon as the task has been reported to
+	// Progress (or has ended, without Progress), unless the task failed:
+	// a failure's output stays for the Report.
+	KeepOutput bool
 }
 
 // Status is a progress report.
@@ -77,7 +88,8 @@ type Status struct {
 type TaskResult struct {
 	buildgraph.Result
 	// Proc is how its process ended; nil when it never started (Skipped,
-	// NotRun, Canceled before its turn).
+	// NotRun, Canceled before its turn). In a Report, only a failed task's
+	// Stdout and Stderr can still be read, unless Options.KeepOutput.
 	Proc *proc.Result
 }
 
@@ -94,6 +106,8 @@ type Report struct {
 	User, Sys time.Duration
 	// Slots is the runner's size: how many processes could run at once.
 	Slots int
+
+	releaseErrs []error // from releasing outputs during the run
 }
 
 // OK reports whether every task succeeded.
@@ -118,9 +132,11 @@ func (r *Report) CPUPercent() float64 {
 	return 100 * float64(r.User+r.Sys) / float64(r.Elapsed)
 }
 
-// Close removes the spill files of every task's output.
+// Close releases the output the Report still holds (that of failed tasks,
+// or of all with Options.KeepOutput), removing its spill files.
 func (r *Report) Close() error {
-	var errs []error
+	errs := r.releaseErrs
+	r.releaseErrs = nil
 	for _, t := range r.Tasks {
 		if t.Proc != nil {
 			errs = append(errs, t.Proc.Close())
@@ -165,12 +181,16 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 		return nil, err
 	}
 	b := &build{
-		opts:   opts,
-		sched:  sched,
-		runner: runner,
-		start:  time.Now(),
-		procs:  make(map[*buildgraph.Task]*proc.Result, len(g.Tasks)),
-		farm:   fx,
+		opts:    opts,
+		sched:   sched,
+		runner:  runner,
+		start:   time.Now(),
+		procs:   make(map[*buildgraph.Task]*proc.Result, len(g.Tasks)),
+		farm:    fx,
+		environ: environ,
+	}
+	if opts.Slots <= 0 {
+		b.window = 2 * pcfg.Slots
 	}
 	b.report.Start, b.report.Slots = b.start, pcfg.Slots
 
@@ -184,15 +204,7 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 			}
 			break
 		}
-		if fx != nil && fx.try(ctx, b, t, command(t, environ, opts.Timeout), &wg) {
-			continue
-		}
-		p := runner.Start(ctx, command(t, environ, opts.Timeout))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b.finish(t, p.Wait())
-		}()
+		b.admit(ctx, t, &wg)
 	}
 	wg.Wait()
 	runner.Close()
@@ -225,17 +237,76 @@ func jobserverSlots(jobs int, g *buildgraph.Graph) int {
 
 // build is the state of one Run.
 type build struct {
-	opts   Options
-	sched  *buildgraph.Scheduler
-	runner *proc.Runner
-	start  time.Time
-	farm   *farmExec // nil without a farm
+	opts    Options
+	sched   *buildgraph.Scheduler
+	runner  *proc.Runner
+	start   time.Time
+	farm    *farmExec // nil without a farm
+	environ []string
+	// window bounds the tasks passed to the runner and not yet finished;
+	// 0 means no bound (the scheduler's slots bound them).
+	window int
+
+	admitMu  sync.Mutex         // guards queued and inRunner
+	queued   []*buildgraph.Task // handed out, waiting for the window; FIFO
+	inRunner int
 
 	mu        sync.Mutex // guards the fields below and serialises Progress
 	procs     map[*buildgraph.Task]*proc.Result
 	report    Report
 	doneWall  time.Duration // summed wall time of finished tasks, for the ETA
 	doneTasks int
+}
+
+// admit passes t, just handed out by the scheduler, to the runner, or
+// queues it behind the others while the window is full. Tasks reach the
+// runner in the order they were handed out either way.
+func (b *build) admit(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGroup) {
+	b.admitMu.Lock()
+	if b.window > 0 && (b.inRunner >= b.window || len(b.queued) > 0) {
+		b.queued = append(b.queued, t)
+		b.admitMu.Unlock()
+		return
+	}
+	b.inRunner++
+	b.admitMu.Unlock()
+	b.launch(ctx, t, wg)
+}
+
+// launch starts t on the runner (or the farm) in a goroutine counted in
+// wg, which reports it and then passes on the next queued task.
+func (b *build) launch(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGroup) {
+	cmd := command(t, b.environ, b.opts.Timeout)
+	if b.farm != nil && b.farm.try(ctx, b, t, cmd, wg) {
+		return
+	}
+	p := b.runner.Start(ctx, cmd)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b.finish(t, p.Wait())
+		b.launchNext(ctx, wg)
+	}()
+}
+
+// launchNext passes the first queued task to the runner, once a task that
+// was there has finished. The caller is counted in wg.
+func (b *build) launchNext(ctx context.Context, wg *sync.WaitGroup) {
+	if b.window == 0 {
+		return
+	}
+	b.admitMu.Lock()
+	b.inRunner--
+	if len(b.queued) == 0 {
+		b.admitMu.Unlock()
+		return
+	}
+	t := b.queued[0]
+	b.queued[0] = nil
+	b.queued = b.queued[1:]
+	b.inRunner++
+	b.admitMu.Unlock()
+	b.launch(ctx, t, wg)
 }
 
 // finish records a task's process result and reports it to the scheduler.
@@ -279,6 +350,14 @@ func (b *build) finish(t *buildgraph.Task, res *proc.Result) {
 		b.mu.Lock()
 		b.opts.Progress(b.statusLocked(&tr))
 		b.mu.Unlock()
+	}
+	if o != buildgraph.Failed && !b.opts.KeepOutput {
+		// Reported: nothing reads it again.
+		if err := res.Close(); err != nil {
+			b.mu.Lock()
+			b.report.releaseErrs = append(b.report.releaseErrs, err)
+			b.mu.Unlock()
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
 )
 
@@ -332,4 +333,68 @@ func TestRunRefusesTooBig(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, buildgraph.ErrTooBig) {
 		t.Fatalf("err %v, want ErrTooBig", err)
 	}
+}
+
+// Output release: a task's spill files are gone once it has been
+// reported, a failed task's stay for the Report until Close, and no file
+// is left after it, at -j 2 and at -j 0 (where tasks wait in Run's queue).
+func TestRunReleasesOutput(t *testing.T) {
+	rt := newRuntime(t)
+	for _, slots := range []int{2, 0} {
+		dir := t.TempDir()
+		g := &buildgraph.Graph{}
+		for i := range 12 {
+			g.Tasks = append(g.Tasks, &buildgraph.Task{ID: "t" + strconv.Itoa(i), Shell: "seq 1 200; seq 1 100 >&2"})
+		}
+		g.Tasks = append(g.Tasks, &buildgraph.Task{ID: "bad", Shell: "seq 1 300 >&2; exit 3"})
+		var reported []string // spill files of tasks already reported
+		var failures []error
+		progress := func(s Status) {
+			if s.Last == nil {
+				return
+			}
+			for _, p := range reported {
+				if _, err := os.Stat(p); err == nil {
+					failures = append(failures, errors.New("spill file "+p+" left after its task was reported"))
+				}
+			}
+			if s.Last.Outcome == buildgraph.Failed {
+				return
+			}
+			for _, out := range []*proc.Output{s.Last.Proc.Stdout, s.Last.Proc.Stderr} {
+				if p := out.SpillFile(); p != "" {
+					reported = append(reported, p)
+				} else {
+					failures = append(failures, errors.New(s.Last.Task.ID+": output did not spill"))
+				}
+			}
+		}
+		o := opts(Options{Slots: slots, KeepGoing: true, Progress: progress})
+		o.Process.OutputLimit, o.Process.SpillDir = 64, dir
+		rep, err := Run(context.Background(), rt, g, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range failures {
+			t.Errorf("slots %d: %v", slots, err)
+		}
+		left, _ := os.ReadDir(dir)
+		if len(left) != 1 { // the failure's stderr
+			t.Errorf("slots %d: %d spill files left before Close, want 1", slots, len(left))
+		}
+		bad := rep.Failed()
+		if len(bad) != 1 {
+			t.Fatalf("slots %d: failures %v", slots, rep.Counts)
+		}
+		if tail, err := bad[0].Proc.Stderr.Tail(4); err != nil || string(tail) != "300\n" {
+			t.Errorf("slots %d: failure's stderr tail %q, %v", slots, tail, err)
+		}
+		if err := rep.Close(); err != nil {
+			t.Error(err)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("slots %d: %d spill files left after Close", slots, len(left))
+		}
+	}
+	requireNoChildren(t)
 }

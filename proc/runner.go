@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -297,18 +296,15 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		defer release()
 	}
 
-	// The fork runs as a runtime task; its group's context adds the
-	// runtime's own cancellation (Close with Cancel) to tctx.
+	// The fork runs as a runtime task of a group under tctx.
 	var (
 		c     *exec.Cmd
 		cpu   = -1
-		fctx  context.Context
 		start time.Time
 	)
 	g := r.rt.Group(tctx)
 	g.Go(func(x *runtime.Ctx) error {
-		fctx = x.Context()
-		if err := fctx.Err(); err != nil {
+		if fctx := x.Context(); fctx.Err() != nil {
 			return context.Cause(fctx)
 		}
 		cpu = r.pickCPU(x)
@@ -343,13 +339,14 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	res.Pid = c.Process.Pid
 	p.pid.Store(int64(res.Pid))
 	res.Start = start
-	r.wait(fctx, cmd, c, res)
+	// The process ends also when the runtime closes with Cancel (the
+	// fork group's context, which watched that, ended with its Wait).
+	stopRT := context.AfterFunc(r.rt.Context(), func() { cancel(runtime.ErrClosed) })
+	defer stopRT()
+	r.wait(tctx, cmd, c, res)
 	if r.cfg.Reaped != nil {
 		r.cfg.Reaped(c)
 	}
-	// The group holds fctx's link to the runtime's cancellation; it must
-	// stay reachable until the process is gone.
-	goruntime.KeepAlive(g)
 }
 
 // command builds the exec.Cmd for cmd, writing into res's outputs.

@@ -201,6 +201,12 @@ func selectCPUs(topo *topology.Topology, cfg Config) ([]int, error) {
 	return cpus, nil
 }
 
+// Context returns the runtime's own context: canceled as soon as Close
+// begins in CloseMode Cancel, and once Close has finished in any mode.
+// Every group's context derives from it. Work that outlives the task that
+// started it (a process a task forked) watches it to end with the runtime.
+func (rt *Runtime) Context() context.Context { return rt.baseCtx }
+
 // Workers returns the number of workers.
 func (rt *Runtime) Workers() int { return len(rt.workers) }
 

@@ -14,6 +14,7 @@ var benchmarks = [...]command{
 	{"kernbench", "the seed's kernel-build table: one build graph through numasteal run, make, ninja, xargs", runBenchKernbench},
 	{"sdet", "SDET multi-user throughput, 1-128 scripts: numasteal process tasks vs goroutines + os/exec", runBenchSDET},
 	{"diffprofile", "the seed's diffprofile: CPU profile of one benchmark under two policies, B - A per function", runBenchDiffProfile},
+	{"scale", "the build scheduler's ns and bytes per task at 1k-1M tasks, no processes", runBenchScale},
 	{"sim", "SIMULATION of the balancing policies on a dumped topology (--root DIR)", runBenchSim},
 }
 

@@ -48,7 +48,7 @@ func TestRunCommandsFile(t *testing.T) {
 		t.Errorf("two.txt = %q", b)
 	}
 	hist, err := os.ReadFile(filepath.Join(dir, "hist"))
-	if err != nil || !strings.HasPrefix(string(hist), `{"numasteal_history":1}`) || strings.Count(string(hist), "\n") != 4 {
+	if err != nil || !strings.HasPrefix(string(hist), `{"numasteal_history":2,"runs":1}`) || strings.Count(string(hist), "\n") != 4 {
 		t.Errorf("history file %q, err %v", hist, err)
 	}
 }
