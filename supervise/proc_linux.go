@@ -47,11 +47,53 @@ func parseStat(b []byte) (proc, bool) {
 
 // readStat reads /proc/PID/stat; false when the process is gone.
 func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	var buf []byte
+	return readStatBuf(pid, &buf)
+}
+
+// readStatBuf is readStat reading into *buf (grown as needed, kept for
+// the next call).
+func readStatBuf(pid int, buf *[]byte) (proc, bool) {
+	b, ok := readProcFile(pid, "stat", buf)
+	if !ok {
 		return proc{}, false
 	}
 	return parseStat(b)
+}
+
+// readProcFile reads /proc/PID/NAME whole into *buf with bare system
+// calls: a scan reads two files of every process on the machine, and
+// os.ReadFile's stat and allocation per file doubled its cost.
+func readProcFile(pid int, name string, buf *[]byte) ([]byte, bool) {
+	var path [64]byte
+	p := append(append(strconv.AppendInt(append(path[:0], "/proc/"...), int64(pid), 10), '/'), name...)
+	fd, err := unix.Open(string(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	if cap(*buf) < 4096 {
+		*buf = make([]byte, 0, 4096)
+	}
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			*buf = b
+			return nil, false
+		}
+		if n == 0 {
+			*buf = b
+			return b, true
+		}
+		b = b[:len(b)+n]
+	}
 }
 
 // hasMarker reports whether the NUL-separated environment env holds an
@@ -76,19 +118,27 @@ func hasMarker(env []byte, prefix string) bool {
 // hasMarker). A process whose environment cannot be read (another user's,
 // without root; a zombie has none) is not marked.
 func marked(pid int, prefix string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	return err == nil && hasMarker(b, prefix)
+	var buf []byte
+	return markedBuf(pid, prefix, &buf)
+}
+
+// markedBuf is marked reading into *buf.
+func markedBuf(pid int, prefix string, buf *[]byte) bool {
+	b, ok := readProcFile(pid, "environ", buf)
+	return ok && hasMarker(b, prefix)
 }
 
 // scanProcs calls fn for every live process on the machine but this one
-// (zombies are skipped: they hold nothing and are reaped, not killed).
-func scanProcs(fn func(p proc)) {
+// (zombies are skipped: they hold nothing and are reaped, not killed),
+// with a buffer fn may pass to markedBuf.
+func scanProcs(fn func(p proc, buf *[]byte)) {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return
 	}
 	defer d.Close()
 	self := os.Getpid()
+	var buf []byte
 	for {
 		names, err := d.Readdirnames(256)
 		for _, name := range names {
@@ -96,8 +146,8 @@ func scanProcs(fn func(p proc)) {
 			if err != nil || pid == self {
 				continue
 			}
-			if p, ok := readStat(pid); ok && !p.dead() {
-				fn(p)
+			if p, ok := readStatBuf(pid, &buf); ok && !p.dead() {
+				fn(p, &buf)
 			}
 		}
 		if err != nil {

@@ -366,15 +366,17 @@ func waitExited(pid int) {
 // are caught by the next.
 const killRounds = 30
 
-// endTask ends every process of t (doc.go, "Ending a task"): when
-// graceful, SIGTERM (and SIGCONT, so a stopped process sees it) to the
-// group, the cgroup and every marked process, then a wait until none is
-// left, the grace passes, or Kill; then SIGKILL rounds until none is left
-// and the main child has exited.
+// endTask ends every process of t (doc.go, "Ending a task"). A task whose
+// main child exited and left nothing behind costs one sweep. Otherwise,
+// when graceful: SIGTERM and SIGCONT (so that a stopped process sees the
+// TERM) to the group, the cgroup and the marked processes, then a wait
+// until none is left, the grace passes, or Kill; then SIGKILL rounds until
+// none is left and the main child has exited.
 func (s *Supervisor) endTask(t *Task, graceful bool) {
 	if graceful {
-		s.sweep(t, unix.SIGTERM)
-		s.sweep(t, unix.SIGCONT)
+		if s.sweep(t, unix.SIGTERM, unix.SIGCONT) == 0 {
+			return
+		}
 		grace := time.NewTimer(s.grace)
 		gone := s.waitGone(t, grace.C, t.kill)
 		grace.Stop()
@@ -391,7 +393,7 @@ func (s *Supervisor) endTask(t *Task, graceful bool) {
 			return
 		}
 	}
-	s.log.Warn("supervise: task processes survive SIGKILL", zap.String("task", t.id), zap.Int("live", s.sweep(t, 0)))
+	s.log.Warn("supervise: task processes survive SIGKILL", zap.String("task", t.id), zap.Int("live", s.sweep(t)))
 	<-t.exited
 }
 
@@ -399,9 +401,6 @@ func (s *Supervisor) endTask(t *Task, graceful bool) {
 // alive (true) or stop or cut is closed (false).
 func (s *Supervisor) waitGone(t *Task, stop <-chan time.Time, cut <-chan struct{}) bool {
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		if s.sweep(t, 0) == 0 {
-			return true
-		}
 		tick := time.NewTimer(wait)
 		select {
 		case <-tick.C:
@@ -412,30 +411,42 @@ func (s *Supervisor) waitGone(t *Task, stop <-chan time.Time, cut <-chan struct{
 			tick.Stop()
 			return false
 		}
+		if s.sweep(t) == 0 {
+			return true
+		}
 	}
 }
 
-// sweep sends sig (0: none, only count) to every process of t and returns
+// sweep sends sigs (none: only count) to every process of t and returns
 // how many live ones it found, the main child counted until it exits:
-// the process group (kill(-pgid); the main child is unreaped, so the id
-// cannot have been recycled), the cgroup (cgroup.kill for SIGKILL, each
-// member otherwise), and every process carrying t's marker.
-func (s *Supervisor) sweep(t *Task, sig unix.Signal) int {
+//
+//   - the process group, kill(-pgid) (the main child is unreaped, so the
+//     id cannot have been recycled);
+//   - with a cgroup, its members: cgroup.kill for SIGKILL, each member
+//     otherwise, and "populated" for the count. The cgroup holds every
+//     descendant (leaving it takes a privileged write to another
+//     cgroup.procs), so the marker scan is skipped: it reads two files of
+//     every process on the machine (BenchmarkSweep);
+//   - without a cgroup, every process carrying t's marker or in t's
+//     group, by a /proc scan.
+func (s *Supervisor) sweep(t *Task, sigs ...unix.Signal) int {
 	live := 0
 	select {
 	case <-t.exited:
 	default:
 		live++
 	}
-	if sig != 0 {
+	for _, sig := range sigs {
 		_ = unix.Kill(-t.pid, sig)
 	}
 	if t.cg != "" {
-		if sig == unix.SIGKILL {
-			if err := cgroupKill(t.cg); err != nil {
-				s.log.Warn("supervise: cgroup.kill", zap.String("task", t.id), zap.Error(err))
+		for _, sig := range sigs {
+			if sig == unix.SIGKILL {
+				if err := cgroupKill(t.cg); err != nil {
+					s.log.Warn("supervise: cgroup.kill", zap.String("task", t.id), zap.Error(err))
+				}
+				continue
 			}
-		} else if sig != 0 {
 			for _, pid := range cgroupPids(t.cg) {
 				signalIf(pid, sig, func(pid int) bool { return inCgroup(pid, t.cgRel) })
 			}
@@ -443,16 +454,20 @@ func (s *Supervisor) sweep(t *Task, sig unix.Signal) int {
 		if cgroupPopulated(t.cg) {
 			live++
 		}
+		return live
 	}
 	check := func(pid int) bool { return marked(pid, t.prefix) }
-	scanProcs(func(p proc) {
+	scanProcs(func(p proc, buf *[]byte) {
 		if p.pid == t.pid {
 			return // counted above
 		}
-		if p.pgid == t.pid || marked(p.pid, t.prefix) {
+		inGroup := p.pgid == t.pid
+		if inGroup || markedBuf(p.pid, t.prefix, buf) {
 			live++
-			if sig != 0 && p.pgid != t.pid {
-				signalIf(p.pid, sig, check)
+			if !inGroup { // the group had its signals above
+				for _, sig := range sigs {
+					signalIf(p.pid, sig, check)
+				}
 			}
 		}
 	})

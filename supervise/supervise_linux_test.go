@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
 // sh returns a command running script under sh -c, with DIR set to dir.
@@ -460,5 +463,63 @@ func TestSupervisorSIGKILLed(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// cpusAllowed returns the Cpus_allowed_list line of /proc/PID/status.
+func cpusAllowed(t *testing.T, pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("no Cpus_allowed_list")
+	return ""
+}
+
+func TestStartPlacedThenUnplaced(t *testing.T) {
+	all, err := affinity.Allowed()
+	if err != nil {
+		t.Skip(err)
+	}
+	s := newSup(t, Options{NoCgroup: true})
+	one := cpuset.Of(all.Last())
+	placed, err := s.StartPlaced(context.Background(), exec.Command("sleep", "1000"), affinity.Placement{CPUs: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer placed.Kill()
+	if got := cpusAllowed(t, placed.Pid()); got != one.String() {
+		t.Errorf("placed child allowed %s, want %s", got, one)
+	}
+	// The kept thread is put back: the next child gets the whole mask.
+	plain, err := s.Start(context.Background(), exec.Command("sleep", "1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Kill()
+	if got := cpusAllowed(t, plain.Pid()); got != all.String() {
+		t.Errorf("unplaced child allowed %s, want %s", got, all)
+	}
+	if _, err := s.StartPlaced(context.Background(), exec.Command("true"), affinity.Placement{}); !errors.Is(err, affinity.ErrEmptySet) {
+		t.Errorf("StartPlaced with no CPUs: %v, want ErrEmptySet", err)
+	}
+}
+
+func TestStartAfterClose(t *testing.T) {
+	s, err := New(Options{NoCgroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := s.Start(context.Background(), exec.Command("true")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
 	}
 }

@@ -250,8 +250,8 @@ func killRun(run, cg string) int {
 		}
 		left := 0
 		if run != "" {
-			scanProcs(func(p proc) {
-				if marked(p.pid, prefix) {
+			scanProcs(func(p proc, buf *[]byte) {
+				if markedBuf(p.pid, prefix, buf) {
 					left++
 					signalIf(p.pid, unix.SIGKILL, check)
 				}
