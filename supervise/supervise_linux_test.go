@@ -347,20 +347,25 @@ func runHelper() int {
 		return fail(err)
 	}
 	unix.CloseOnExec(3)
-	s, err := New(Options{
+	mode := os.Getenv(helperEnv)
+	o := Options{
 		RunID:          os.Getenv("SUPERVISE_TEST_RUN"),
-		NoCgroup:       os.Getenv(helperEnv) == "nocgroup",
+		NoCgroup:       mode != "cgroup",
 		Subreaper:      true,
 		Watchdog:       exe,
 		WatchdogTokens: os.NewFile(3, "tokens"),
-	})
+	}
+	if mode == "nowatchdog" {
+		o.Watchdog, o.WatchdogTokens = "", nil
+	}
+	s, err := New(o)
 	if err != nil {
 		return fail(err)
 	}
 	dir := os.Getenv("DIR")
 	for i, script := range []string{
-		`sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`,
-		`setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`,
+		`echo $$ > "$DIR/main0"; sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`,
+		`echo $$ > "$DIR/main1"; setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`,
 	} {
 		if _, err := s.Start(context.Background(), sh(dir, script)); err != nil {
 			return fail(fmt.Errorf("task %d: %w", i, err))
@@ -373,7 +378,7 @@ func runHelper() int {
 	s.TempPath(tmp)
 	s.SetTokens(1)
 	s.SetTokens(3)
-	for _, f := range []string{"deep", "escaped"} {
+	for _, f := range []string{"deep", "escaped", "main0", "main1"} {
 		for {
 			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 				break
@@ -521,5 +526,68 @@ func TestStartAfterClose(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestPdeathsigWithoutWatchdog: with no watchdog, a SIGKILLed supervisor
+// still takes its direct children along (Pdeathsig from the kept fork
+// thread); its grandchildren survive, as doc.go says, and the test kills
+// them.
+func TestPdeathsigWithoutWatchdog(t *testing.T) {
+	dir := t.TempDir()
+	run := fmt.Sprintf("test-%d-pdeathsig", os.Getpid())
+	tokR, tokW, err := os.Pipe() // unused: fd 3 must exist
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tokR.Close()
+	exe, _ := os.Executable()
+	h := exec.Command(exe, "-test.run=^$")
+	h.Env = append(os.Environ(), helperEnv+"=nowatchdog", "SUPERVISE_TEST_RUN="+run, "DIR="+dir)
+	h.ExtraFiles = []*os.File{tokW}
+	h.Stderr = os.Stderr
+	out, err := h.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tokW.Close()
+	prefix := MarkerEnv + "=" + run + "."
+	defer func() {
+		for _, p := range liveMarked(prefix) {
+			syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		eventually(t, "grandchildren killed and reaped", func() bool {
+			for {
+				var ws unix.WaitStatus
+				pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+				if err != nil {
+					return len(liveMarked(prefix)) == 0
+				}
+				if pid == 0 {
+					return false
+				}
+			}
+		})
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		h.Process.Kill()
+		h.Wait()
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	var mains []int
+	for _, f := range []string{"main0", "main1"} {
+		pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, f)))
+		mains = append(mains, pid)
+	}
+	h.Process.Signal(syscall.SIGKILL)
+	h.Wait()
+	for _, pid := range mains {
+		eventually(t, fmt.Sprintf("direct child %d dead by Pdeathsig", pid), func() bool { return !alive(pid) })
+	}
+	if n := len(liveMarked(prefix)); n == 0 {
+		t.Errorf("no grandchild survived; without a watchdog some should (is a watchdog running?)")
 	}
 }
