@@ -45,3 +45,20 @@ func FuzzParseStat(f *testing.F) {
 	f.Add([]byte("12 (sleep) S 1 12 12 0 -1"))
 	f.Fuzz(func(t *testing.T, b []byte) { parseStat(b) })
 }
+
+func TestCgroup2MountAndPath(t *testing.T) {
+	mi := "24 1 0:22 / /sys/fs/cgroup ro - tmpfs tmpfs ro\n" +
+		"36 24 0:30 / /sys/fs/cgroup/uni\\040fied rw,relatime shared:9 - cgroup2 cgroup2 rw\n"
+	if got := cgroup2Mount([]byte(mi)); got != "/sys/fs/cgroup/uni fied" {
+		t.Errorf("cgroup2Mount = %q", got)
+	}
+	if got := cgroup2Mount([]byte("24 1 0:22 / /sys/fs/cgroup ro - tmpfs tmpfs ro\n")); got != "" {
+		t.Errorf("cgroup2Mount without cgroup2 = %q", got)
+	}
+	if p, ok := unifiedPath([]byte("4:memory:/x\n0::/user.slice/a\n")); !ok || p != "/user.slice/a" {
+		t.Errorf("unifiedPath = %q, %v", p, ok)
+	}
+	if _, ok := unifiedPath([]byte("4:memory:/x\n")); ok {
+		t.Error("unifiedPath found a v2 line in a v1-only file")
+	}
+}
