@@ -1,0 +1,195 @@
+// Package supervise starts the processes of a run so that every one of
+// them, and every descendant of each, is known and ends with its task, on
+// every path — done, failed, timed out, interrupted, and the death (even by
+// SIGKILL) of the supervising process — and none is left a zombie.
+//
+// # The problem
+//
+// A task is a command, and a command is a tree of processes that changes
+// while it runs: a compiler driver forks cc1 and as, a test script puts a
+// server in the background, a daemon calls setsid(2) to leave its session,
+// a shell with `set -m` gives each background job a process group of its
+// own. Waiting for the command's pid (exec.Cmd.Wait) says when the root of
+// that tree exited, nothing about the rest. What is left runs on after the
+// task has "ended": it holds CPUs the scheduler believes free, holds the
+// task's output pipes open (so Wait blocks until WaitDelay), holds files,
+// and is reparented to init (or to us) to become a zombie when it exits.
+// Killing the root alone (exec.CommandContext's default Cancel) leaves the
+// same tree behind.
+//
+// So each task has to be a set of processes that the Supervisor can name
+// at any moment, signal as a whole, see empty, and whose members it reaps
+// when they are reparented to it; and the set must die also when the
+// Supervisor cannot act, because it was SIGKILLed.
+//
+// # The paths
+//
+//   - done or failed: the main child exits (any status). Whatever it left
+//     is ended as below before the task is done; the main child's status
+//     is the task's.
+//   - timed out, canceled, interrupted once: Start's ctx is done (a
+//     deadline, the CLI's first SIGINT). The task is ended gracefully:
+//     SIGTERM, Options.Grace, SIGKILL. Task.Terminate does the same.
+//   - interrupted twice: Task.Kill or Supervisor.KillAll. SIGKILL at once,
+//     cutting short a grace already running.
+//   - stopped and continued: Supervisor.StopTasks and ContinueTasks for
+//     the CLI's SIGTSTP and SIGCONT (the terminal stops only its foreground
+//     process group, and every task has a group of its own).
+//   - the Supervisor closes: Close terminates what still runs.
+//   - the supervising process dies: a panic, os.Exit, an OOM kill, SIGKILL.
+//     Nothing in this process runs any more; see "Parent death".
+//
+// # The mechanisms
+//
+// Process group. Every task's main child starts with Setpgid (or Setsid,
+// if the caller asked), so pgid = pid, and kill(-pgid) reaches the main
+// child and all it forked that did not change group. Until the main child
+// is reaped its pid, and so the group's id, cannot be reused: the monitor
+// waits for its exit with waitid(WNOWAIT), ends the rest, and only then
+// lets exec.Cmd.Wait reap it. This is ninja's kill(-pid) and the runtime's
+// existing process runner. It misses setsid and `set -m` children.
+//
+// The marker. Every task's environment gets NUMASTEAL_SUPERVISOR=RUN.N
+// (MarkerEnv, Task.ID), and children inherit environments, so every
+// descendant is found by scanning /proc/*/environ, escapees included. The
+// limits: a process that clears its environment (env -i, a sanitizing
+// sudo) loses it; a process of another user cannot be read unless we are
+// root (or have CAP_SYS_PTRACE); /proc/PID/environ shows the environment
+// as it was at exec, so a process that only unsets the variable in its own
+// memory keeps it; and a scan reads two files of every process on the
+// machine, about 5 µs each on the machine measured (BenchmarkSweep: 0.44 ms
+// for 80 processes), so it is a poll, not a hot path. Each signal to a
+// scanned pid goes through a pidfd opened before the marker is checked
+// again, so a recycled pid is never hit.
+//
+// Cgroup. Where cgroup v2 is mounted and this process may create cgroups
+// below its own and move processes into them (root, or a delegated
+// subtree), the run gets a cgroup numasteal-RUN below this process's, and
+// each task a cgroup N below that; the main child is cloned straight into
+// it (SysProcAttr.UseCgroupFD, clone3 CLONE_INTO_CGROUP), so there is no
+// moment in which it, or a child of it, is outside. Nothing unprivileged
+// leaves a cgroup, env -i and setsid included, so with a cgroup the
+// marker scan is skipped while a task ends: "populated 0" in cgroup.events
+// says the task is empty, cgroup.kill (Linux 5.14) SIGKILLs every member
+// at once, and cgroup.freeze stops them all, atomically and invisibly to
+// them (frozen processes show state S, not T). This is systemd's
+// KillMode=control-group. Only a privileged process that writes a member's
+// pid into some other cgroup takes it out of the task.
+//
+// The reaper. With Options.Subreaper, this process is a child subreaper
+// (PR_SET_CHILD_SUBREAPER, tini -s): an orphan anywhere below it is
+// reparented here instead of to init, and when it exits it is a zombie
+// here. tini reaps with waitpid(-1, WNOHANG), which in a Go program would
+// also reap a main child whose exec.Cmd.Wait is pending and make that Wait
+// fail with ECHILD. So a reaper pass (on each SIGCHLD, signal.Notify on a
+// channel of this Supervisor, coalesced by its buffer of one; and after
+// each task) peeks with waitid(P_ALL, WNOHANG|WNOWAIT), which shows an
+// exited child without reaping it, and reaps by pid only children that no
+// exec.Cmd of the Supervisor owns; when the peek shows an owned zombie
+// (which would hide the others) it lists the children from
+// /proc/self/task/*/children instead. Starts register their child under a
+// lock the pass takes exclusively, so a pass never sees an unregistered
+// child of ours. A pass that finds nothing costs one system call
+// (BenchmarkReapPass: 0.4 µs). The catch: any child of this process that a
+// Supervisor did not start is reaped too, so a program that sets Subreaper
+// must start all its children through Supervisors (as `numasteal run`
+// does); and a process that is already a subreaper gets the reaper either
+// way, since its orphans come here regardless.
+//
+// # Ending a task
+//
+// Once the main child has exited, or ctx is done, or Terminate or Kill is
+// called, the task's monitor sweeps it: signal the process group, the
+// cgroup (each member, or cgroup.kill for SIGKILL) and, without a cgroup,
+// every marked process or group member the /proc scan finds; and count
+// what is alive. A task that left nothing costs one sweep. Otherwise, when
+// graceful, SIGTERM and SIGCONT (a stopped process acts on the TERM only
+// once continued) go out, and sweeps with a backoff of 1 to 50 ms count
+// until nothing is left, Grace passes, or Kill is called. Then rounds of
+// SIGKILL and counting, each up to a second, re-signal what a fork slipped
+// past the previous round, for at most 30 rounds (a process in D state is
+// the kernel's; the monitor logs it and waits for the main child). Then
+// exec.Cmd.Wait reaps the main child, a reaper pass reaps what was
+// reparented here, the task's cgroup is removed, and Done closes.
+//
+// # Parent death
+//
+// Pdeathsig. SysProcAttr.Pdeathsig is sent to the child when the thread
+// that forked it exits, not the process, and Go decides when its threads
+// end (a goroutine that exits while locked to its thread ends it): a child
+// forked from an ordinary goroutine gets the signal mid-run whenever the
+// runtime happens to end that thread. So every task is forked from one of a
+// few goroutines (Options.ForkThreads, default one) that lock their OS
+// thread for the Supervisor's lifetime and never unlock it; Pdeathsig =
+// SIGKILL is then safe, and covers the direct children on any death of
+// this process. Handing the fork to a kept thread costs a channel round
+// trip, within the noise of a fork and exec (BenchmarkStartKeptThread
+// against BenchmarkStartPlain: about 0.6 ms each for /bin/true on the
+// machine measured). The kept thread is ours alone, so StartPlaced narrows
+// its CPU mask (and memory policy) to the placement for the fork and puts
+// it back after, where affinity.StartPlaced has to borrow a fresh runtime
+// thread and, for a memory policy, let it die; the child inherits both
+// from its first instruction either way.
+//
+// The watchdog. Pdeathsig does not reach grandchildren, nor remove temp
+// files, cgroup directories, or give back jobserver tokens. With
+// Options.Watchdog (normally os.Executable()), New re-executes that binary
+// as a watchdog: main calls MaybeWatchdog first, which sees
+// NUMASTEAL_WATCHDOG and runs RunWatchdog instead of the program. It is in
+// a process group of its own, ignores the terminal's signals, is in no
+// task's cgroup, carries no marker and no Pdeathsig, and holds the read end
+// of a CLOEXEC pipe whose write end only the Supervisor holds (no task
+// inherits it). Over the pipe (protocol.go) the Supervisor tells it the
+// run's marker and cgroup, the temp paths to remove (TempPath), and how
+// many jobserver tokens it holds (SetTokens; the watchdog inherits
+// Options.WatchdogTokens). Close says "bye" and the watchdog exits at
+// once. End of file without bye means the Supervisor is dead: the watchdog
+// SIGKILLs every process carrying the run's marker and the run's cgroup
+// (cgroup.kill), until none is left, then writes the tokens back, removes
+// the temp paths and the cgroup directories, and exits. The test measures
+// about 10 ms from the supervisor's SIGKILL to the last task process gone.
+// A library user who does not opt in has no watchdog and no second process.
+//
+// # Which mechanism covers which path
+//
+//	path                    ends the main child   ends the rest               reaps
+//	done / failed           (exited)              group + cgroup or marker    Cmd.Wait, reaper
+//	timeout / cancel / INT  group TERM→KILL       group + cgroup or marker    Cmd.Wait, reaper
+//	second INT (Kill)       group KILL            cgroup.kill or marker KILL  Cmd.Wait, reaper
+//	stop / continue         cgroup.freeze, else SIGSTOP/SIGCONT to group and marker
+//	supervisor dies         Pdeathsig             watchdog: marker + cgroup   init (or the next subreaper)
+//
+// # What a machine without cgroup v2 delegation gets
+//
+// Everything but the cgroup: groups and markers end the tasks, and the
+// /proc scan runs on each poll while a task ends (cost above); a process
+// that both leaves its group (setsid, set -m) and clears its environment
+// (env -i) escapes, and so does another user's process when we are not
+// root. StopTasks sends SIGSTOP, so a process forked between the scan and
+// the signal runs on until the next call, and processes show state T.
+// Mechanisms (and the "supervise: mechanisms" log line) say which is in
+// use and why the cgroup is not; Options.NoCgroup forces this mode, and
+// the tests run every path in both.
+//
+// # Rejected designs
+//
+//   - waitpid(-1) reaping (tini): steals exit statuses from exec.Cmd.Wait.
+//   - Pdeathsig from whatever thread cmd.Start runs on: fires when that
+//     thread exits, which Go decides; and locking the thread only around
+//     the fork (affinity.StartPlaced) ends it, or returns it to the pool,
+//     right after.
+//   - A prctl(PR_SET_PDEATHSIG) in every descendant: only the direct child
+//     is ours to set up; grandchildren are other people's programs.
+//   - Killing by the pid list of a process tree walked once: forks race the
+//     walk, and setsid orphans have left the tree by the time it is walked;
+//     the marker, inherited at fork, has no such window.
+//   - Moving the child into its cgroup after Start (writing cgroup.procs):
+//     it runs, and may fork, outside for a moment. CLONE_INTO_CGROUP has no
+//     such moment, and the kernels with cgroup.kill all have it.
+//   - A cgroup v1 freezer or pids controller: a hybrid machine's v1
+//     hierarchies are not delegated, and v1 has no cgroup.kill.
+//   - The watchdog as a goroutine or a forked (not exec'd) copy: nothing of
+//     this process survives a SIGKILL, and Go cannot fork without exec.
+//   - The watchdog noticing death by polling getppid: a pipe's EOF is
+//     immediate and cannot be faked by a recycled pid.
+package supervise

@@ -1,0 +1,151 @@
+//go:build linux
+
+package supervise
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The reaper (doc.go, "The reaper"): with PR_SET_CHILD_SUBREAPER set, an
+// orphaned descendant of a task becomes a child of this process, and when
+// it exits it is a zombie here until waited for. waitpid(-1) would reap
+// them, but would also take the exit status of a task's main child from
+// the exec.Cmd.Wait waiting for it, so a pass lists this process's
+// children and waits, WNOHANG, only for those no exec.Cmd owns.
+
+// reapLoop runs a pass for each (coalesced) SIGCHLD until quit.
+func (s *Supervisor) reapLoop() {
+	defer close(s.reaperDone)
+	for {
+		select {
+		case <-s.sigchld:
+			s.reapPass()
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// reapPass reaps every exited child of this process that is not a direct
+// child of a Supervisor's exec.Cmd, and returns how many it reaped. It
+// holds forkMu, so a child just forked is either registered or not yet
+// visible.
+//
+// The common pass costs one system call: waitid(P_ALL, WNOHANG|WNOWAIT)
+// peeks at an exited child without reaping it; none means nothing to do,
+// an unowned one is reaped by pid and the peek repeated. Only when the
+// peek shows an owned zombie (a main child whose monitor has not called
+// cmd.Wait yet), which would hide the others, does the pass list the
+// children (children) and try each unowned one.
+func (s *Supervisor) reapPass() int {
+	s.forkMu.Lock()
+	defer s.forkMu.Unlock()
+	reaped := 0
+	for {
+		pid, ok := peekExited()
+		if !ok {
+			return reaped
+		}
+		if s.owned(pid) {
+			break
+		}
+		if reapPid(pid) {
+			reaped++
+		} else {
+			break // raced with someone else's wait: list instead
+		}
+	}
+	for _, pid := range children() {
+		if !s.owned(pid) && reapPid(pid) {
+			reaped++
+		}
+	}
+	return reaped
+}
+
+// owned reports whether pid is a child an exec.Cmd of s waits for.
+func (s *Supervisor) owned(pid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.direct[pid]
+}
+
+// peekExited returns an exited child of this process without reaping it.
+func peekExited() (int, bool) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0, false // ECHILD: no children at all
+		}
+		pid := siginfoPid(&info)
+		return pid, pid > 0
+	}
+}
+
+// siginfoPid returns si_pid of a waitid result: the first int32 of the
+// union that follows signo, errno and code, aligned to a pointer (offset
+// 16 on 64-bit, 12 on 32-bit; x/sys/unix keeps the union opaque). 0 means
+// no child was waitable.
+func siginfoPid(info *unix.Siginfo) int {
+	const ptr = unsafe.Sizeof(uintptr(0))
+	const off = (12 + ptr - 1) &^ (ptr - 1)
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
+}
+
+// reapPid reaps pid if it has exited.
+func reapPid(pid int) bool {
+	var ws unix.WaitStatus
+	got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	return err == nil && got == pid
+}
+
+// children returns this process's children, zombies included: the union
+// of /proc/self/task/*/children (each thread's; an orphan is reparented to
+// any thread), or, where the kernel lacks CONFIG_PROC_CHILDREN, a /proc
+// scan for PPid.
+func children() []int {
+	tids, _ := os.ReadDir("/proc/self/task")
+	var pids []int
+	for i, tid := range tids {
+		b, err := os.ReadFile("/proc/self/task/" + tid.Name() + "/children")
+		if i == 0 && errors.Is(err, os.ErrNotExist) {
+			return childrenByScan()
+		}
+		if err != nil {
+			continue
+		}
+		for _, w := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(w); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// childrenByScan finds this process's children by their PPid.
+func childrenByScan() []int {
+	self := os.Getpid()
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := readStat(pid); ok && p.ppid == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,565 @@
+//go:build linux
+
+package supervise
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/affinity"
+)
+
+// Supervisor starts tasks and sees that each ends whole; see doc.go. It is
+// safe for concurrent use. Close it when the run is over.
+type Supervisor struct {
+	runID  string
+	grace  time.Duration
+	log    *zap.Logger
+	mech   Mechanisms
+	cg     *cgroupRun // nil without the cgroup mechanism
+	forker *forker
+
+	// forkMu is held shared by each start from the fork to the
+	// registration of the child in direct, and exclusively by a reaper
+	// pass, so the reaper never sees a direct child it does not know yet.
+	forkMu sync.RWMutex
+
+	mu     sync.Mutex
+	direct map[int]bool       // children whose exit status an exec.Cmd waits for
+	live   map[*Task]struct{} // tasks not yet done
+	nextID uint64             // task ids, from 1
+	closed bool               // Close was called
+	wg     sync.WaitGroup     // one per task monitor
+
+	// The reaper (Options.Subreaper); nil channels without it.
+	sigchld    chan os.Signal
+	quit       chan struct{}
+	reaperDone chan struct{}
+
+	wd *watchdogConn // nil without a watchdog
+}
+
+// New returns a Supervisor set up as o says, with each mechanism that
+// works on this machine; Mechanisms reports which, and so does a log
+// line. It fails when o is invalid, Subreaper is asked for and the prctl
+// fails, or the watchdog cannot be started; a missing cgroup v2 is not a
+// failure.
+func New(o Options) (*Supervisor, error) {
+	s := &Supervisor{
+		runID:  o.RunID,
+		grace:  o.Grace,
+		log:    o.Logger,
+		direct: make(map[int]bool),
+		live:   make(map[*Task]struct{}),
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.grace <= 0 {
+		s.grace = 2 * time.Second
+	}
+	if s.runID == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		s.runID = strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+	} else if !validRunID(s.runID) {
+		return nil, fmt.Errorf("supervise: New: run id %q: want 1 to 64 of [A-Za-z0-9_-]", s.runID)
+	}
+	s.mech.Pdeathsig = true
+	if o.Subreaper {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return nil, fmt.Errorf("supervise: New: PR_SET_CHILD_SUBREAPER: %w", err)
+		}
+		s.mech.Subreaper = true
+	} else {
+		// Already a subreaper (an earlier Supervisor, or the program's own
+		// prctl): orphans come here whatever o says, so they must be reaped.
+		var on int32
+		if unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&on)), 0, 0, 0) == nil && on != 0 {
+			s.mech.Subreaper = true
+		}
+	}
+	if o.NoCgroup {
+		s.mech.NoCgroupReason = "disabled by Options.NoCgroup"
+	} else if cg, err := makeRunCgroup(o.CgroupParent, s.runID); err != nil {
+		s.mech.NoCgroupReason = err.Error()
+	} else {
+		s.cg = cg
+		s.mech.Cgroup = cg.dir
+	}
+	n := o.ForkThreads
+	if n <= 0 {
+		n = 1
+	}
+	s.forker = newForker(n, s.log)
+	if o.Watchdog != "" {
+		wd, err := s.startWatchdog(o.Watchdog, o.WatchdogTokens)
+		if err != nil {
+			s.forker.close()
+			if s.cg != nil {
+				_ = os.Remove(s.cg.dir)
+			}
+			return nil, err
+		}
+		s.wd = wd
+		s.mech.Watchdog = wd.cmd.Process.Pid
+	}
+	if s.mech.Subreaper {
+		s.sigchld = make(chan os.Signal, 1)
+		s.quit = make(chan struct{})
+		s.reaperDone = make(chan struct{})
+		signal.Notify(s.sigchld, unix.SIGCHLD)
+		go s.reapLoop()
+	}
+	s.log.Info("supervise: mechanisms",
+		zap.String("run", s.runID),
+		zap.String("cgroup", s.mech.Cgroup),
+		zap.String("no_cgroup_reason", s.mech.NoCgroupReason),
+		zap.Bool("subreaper", s.mech.Subreaper),
+		zap.Bool("pdeathsig", s.mech.Pdeathsig),
+		zap.Int("watchdog", s.mech.Watchdog))
+	return s, nil
+}
+
+// RunID returns the run's id, the first part of every task's marker.
+func (s *Supervisor) RunID() string { return s.runID }
+
+// Mechanisms reports the mechanisms in use.
+func (s *Supervisor) Mechanisms() Mechanisms { return s.mech }
+
+// Task is one started command and everything it starts. Its methods are
+// safe for concurrent use.
+type Task struct {
+	s      *Supervisor
+	id     string // RUNID.N, the marker's value
+	prefix string // "NUMASTEAL_SUPERVISOR=RUNID.N\x00", as hasMarker wants it
+	cmd    *exec.Cmd
+	pid    int    // the main child; also its process group
+	cg     string // the task's cgroup directory, "" without
+	cgRel  string // the same below the cgroup2 mount
+
+	exited chan struct{} // closed when the main child has exited (not reaped)
+	done   chan struct{} // closed when the task has ended whole
+	term   chan struct{} // closed by Terminate
+	kill   chan struct{} // closed by Kill
+	once   struct{ term, kill sync.Once }
+
+	cause error // set before done is closed
+	err   error // cmd.Wait's, set before done is closed
+}
+
+// Start starts cmd as a task: in a process group of its own (unless
+// cmd.SysProcAttr asks for Setsid), with the task's marker added to its
+// environment (cmd.Env, or this process's when nil), inside the task's
+// cgroup when there is one, with Pdeathsig SIGKILL, from a kept fork
+// thread. Build cmd with exec.Command, not exec.CommandContext: ctx is
+// given here, and when it is done the task is ended (SIGTERM, Grace,
+// SIGKILL) with Cause context.Cause(ctx). Do not call cmd.Wait: the
+// Supervisor does, and Task.Wait returns its error.
+func (s *Supervisor) Start(ctx context.Context, cmd *exec.Cmd) (*Task, error) {
+	return s.start(ctx, cmd, nil)
+}
+
+// StartPlaced is Start with the child confined to p from its first
+// instruction: the kept fork thread is narrowed to p's CPUs (and memory
+// policy) for the fork and restored after (compare affinity.StartPlaced).
+func (s *Supervisor) StartPlaced(ctx context.Context, cmd *exec.Cmd, p affinity.Placement) (*Task, error) {
+	if p.CPUs.IsEmpty() {
+		return nil, fmt.Errorf("supervise: StartPlaced: %w", affinity.ErrEmptySet)
+	}
+	return s.start(ctx, cmd, &p)
+}
+
+func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.Placement) (*Task, error) {
+	if ctx == nil {
+		panic("supervise: Start: nil context")
+	}
+	if cmd == nil {
+		panic("supervise: Start: nil command")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.nextID++
+	n := s.nextID
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	tid := strconv.FormatUint(n, 10)
+	t := &Task{
+		s:      s,
+		id:     s.runID + "." + tid,
+		cmd:    cmd,
+		exited: make(chan struct{}),
+		done:   make(chan struct{}),
+		term:   make(chan struct{}),
+		kill:   make(chan struct{}),
+	}
+	t.prefix = MarkerEnv + "=" + t.id + "\x00"
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(withoutMarker(env), MarkerEnv+"="+t.id)
+	attr := &syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		*attr = *cmd.SysProcAttr
+	}
+	if !attr.Setsid {
+		attr.Setpgid, attr.Pgid = true, 0
+	}
+	attr.Pdeathsig = syscall.SIGKILL
+	if s.cg != nil {
+		dir, fd, err := s.cg.newTask(tid)
+		if err != nil {
+			s.wg.Done()
+			return nil, err
+		}
+		defer unix.Close(fd)
+		t.cg, t.cgRel = dir, s.cg.rel+"/"+tid
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	}
+	cmd.SysProcAttr = attr
+
+	s.forkMu.RLock()
+	err := s.forker.start(cmd, place)
+	if err == nil {
+		t.pid = cmd.Process.Pid
+		s.mu.Lock()
+		s.direct[t.pid] = true
+		s.live[t] = struct{}{}
+		s.mu.Unlock()
+	}
+	s.forkMu.RUnlock()
+	if err != nil {
+		if t.cg != "" {
+			_ = os.Remove(t.cg)
+		}
+		s.wg.Done()
+		return nil, fmt.Errorf("supervise: starting %s: %w", cmd.Path, err)
+	}
+	go s.monitor(ctx, t)
+	return t, nil
+}
+
+// withoutMarker returns env without any MarkerEnv entry (a supervisor that
+// is itself some other run's task must not hand its own marker on).
+func withoutMarker(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, MarkerEnv+"=") && !strings.HasPrefix(kv, watchdogEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// ID returns the task's marker value, RUNID.N.
+func (t *Task) ID() string { return t.id }
+
+// Pid returns the main child's pid, which is also its process group.
+func (t *Task) Pid() int { return t.pid }
+
+// Cgroup returns the task's cgroup directory, "" without one.
+func (t *Task) Cgroup() string { return t.cg }
+
+// Exited returns a channel closed when the main child has exited; the
+// rest of the task may still be running, and is ended next.
+func (t *Task) Exited() <-chan struct{} { return t.exited }
+
+// Done returns a channel closed when the task has ended whole: every
+// process of it is gone and the main child is reaped.
+func (t *Task) Done() <-chan struct{} { return t.done }
+
+// Wait waits for Done and returns the error of the main child's
+// exec.Cmd.Wait (nil, or an *exec.ExitError).
+func (t *Task) Wait() error {
+	<-t.done
+	return t.err
+}
+
+// Cause returns why the Supervisor ended the task before its main child
+// exited by itself: nil when it did, context.Cause of Start's ctx,
+// ErrTerminated or ErrKilled. Valid once Done is closed.
+func (t *Task) Cause() error {
+	<-t.done
+	return t.cause
+}
+
+// Terminate ends the task: SIGTERM to all of it, SIGKILL after the grace.
+// It returns at once; later calls do nothing.
+func (t *Task) Terminate() { t.once.term.Do(func() { close(t.term) }) }
+
+// Kill ends the task at once with SIGKILL, also cutting short a grace
+// already running (the second interrupt). It returns at once.
+func (t *Task) Kill() { t.once.kill.Do(func() { close(t.kill) }) }
+
+// monitor is a task's goroutine: it waits for the main child's exit or a
+// reason to end the task, ends it (endTask), reaps the main child through
+// cmd.Wait, reaps orphans and removes the task's cgroup.
+func (s *Supervisor) monitor(ctx context.Context, t *Task) {
+	defer s.wg.Done()
+	go func() {
+		waitExited(t.pid)
+		close(t.exited)
+	}()
+	graceful := true
+	select {
+	case <-t.exited:
+	case <-ctx.Done():
+		t.cause = context.Cause(ctx)
+	case <-t.term:
+		t.cause = ErrTerminated
+	case <-t.kill:
+		t.cause, graceful = ErrKilled, false
+	}
+	s.endTask(t, graceful)
+	t.err = t.cmd.Wait()
+	s.mu.Lock()
+	delete(s.direct, t.pid)
+	delete(s.live, t)
+	s.mu.Unlock()
+	if s.sigchld != nil {
+		s.reapPass()
+	}
+	if t.cg != "" {
+		if err := removeCgroupTree(t.cg, 10*time.Second); err != nil {
+			s.log.Warn("supervise: task cgroup left behind", zap.String("task", t.id), zap.Error(err))
+		}
+	}
+	close(t.done)
+}
+
+// waitExited blocks until process pid has exited, without reaping it
+// (WNOWAIT): the zombie keeps its pid, and so its process group's id,
+// reserved while endTask signals the group.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// killRounds bounds endTask's SIGKILL rounds: a round signals all that is
+// found and waits up to a second for it to go. Only processes stuck in the
+// kernel (D state) outlast a round; forks between the scan and the signal
+// are caught by the next.
+const killRounds = 30
+
+// endTask ends every process of t (doc.go, "Ending a task"). A task whose
+// main child exited and left nothing behind costs one sweep. Otherwise,
+// when graceful: SIGTERM and SIGCONT (so that a stopped process sees the
+// TERM) to the group, the cgroup and the marked processes, then a wait
+// until none is left, the grace passes, or Kill; then SIGKILL rounds until
+// none is left and the main child has exited.
+func (s *Supervisor) endTask(t *Task, graceful bool) {
+	if graceful {
+		if s.sweep(t, unix.SIGTERM, unix.SIGCONT) == 0 {
+			return
+		}
+		grace := time.NewTimer(s.grace)
+		gone := s.waitGone(t, grace.C, t.kill)
+		grace.Stop()
+		if gone {
+			return
+		}
+	}
+	for range killRounds {
+		s.sweep(t, unix.SIGKILL)
+		round := time.NewTimer(time.Second)
+		gone := s.waitGone(t, round.C, nil)
+		round.Stop()
+		if gone {
+			return
+		}
+	}
+	s.log.Warn("supervise: task processes survive SIGKILL", zap.String("task", t.id), zap.Int("live", s.sweep(t)))
+	<-t.exited
+}
+
+// waitGone polls, with a backoff from 1 ms to 50 ms, until nothing of t is
+// alive (true) or stop or cut is closed (false).
+func (s *Supervisor) waitGone(t *Task, stop <-chan time.Time, cut <-chan struct{}) bool {
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		tick := time.NewTimer(wait)
+		select {
+		case <-tick.C:
+		case <-stop:
+			tick.Stop()
+			return false
+		case <-cut:
+			tick.Stop()
+			return false
+		}
+		if s.sweep(t) == 0 {
+			return true
+		}
+	}
+}
+
+// sweep sends sigs (none: only count) to every process of t and returns
+// how many live ones it found, the main child counted until it exits:
+//
+//   - the process group, kill(-pgid) (the main child is unreaped, so the
+//     id cannot have been recycled);
+//   - with a cgroup, its members: cgroup.kill for SIGKILL, each member
+//     otherwise, and "populated" for the count. The cgroup holds every
+//     descendant (leaving it takes a privileged write to another
+//     cgroup.procs), so the marker scan is skipped: it reads two files of
+//     every process on the machine (BenchmarkSweep);
+//   - without a cgroup, every process carrying t's marker or in t's
+//     group, by a /proc scan.
+func (s *Supervisor) sweep(t *Task, sigs ...unix.Signal) int {
+	live := 0
+	select {
+	case <-t.exited:
+	default:
+		live++
+	}
+	for _, sig := range sigs {
+		_ = unix.Kill(-t.pid, sig)
+	}
+	if t.cg != "" {
+		for _, sig := range sigs {
+			if sig == unix.SIGKILL {
+				if err := cgroupKill(t.cg); err != nil {
+					s.log.Warn("supervise: cgroup.kill", zap.String("task", t.id), zap.Error(err))
+				}
+				continue
+			}
+			for _, pid := range cgroupPids(t.cg) {
+				signalIf(pid, sig, func(pid int) bool { return inCgroup(pid, t.cgRel) })
+			}
+		}
+		if cgroupPopulated(t.cg) {
+			live++
+		}
+		return live
+	}
+	check := func(pid int) bool { return marked(pid, t.prefix) }
+	scanProcs(func(p proc, buf *[]byte) {
+		if p.pid == t.pid {
+			return // counted above
+		}
+		inGroup := p.pgid == t.pid
+		if inGroup || markedBuf(p.pid, t.prefix, buf) {
+			live++
+			if !inGroup { // the group had its signals above
+				for _, sig := range sigs {
+					signalIf(p.pid, sig, check)
+				}
+			}
+		}
+	})
+	return live
+}
+
+// KillAll kills every running task at once (Task.Kill): the CLI's answer
+// to a second interrupt.
+func (s *Supervisor) KillAll() {
+	for _, t := range s.tasks() {
+		t.Kill()
+	}
+}
+
+// tasks returns the tasks not yet done.
+func (s *Supervisor) tasks() []*Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := make([]*Task, 0, len(s.live))
+	for t := range s.live {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// StopTasks stops every running task, for the CLI's SIGTSTP: it freezes
+// the run's cgroup (cgroup.freeze: atomic, escapees included, invisible
+// to the tasks; processes then show state S, not T), or without one sends
+// SIGSTOP to each task's group and marked processes (state T). Tasks
+// started while stopped start frozen with a cgroup and running without.
+func (s *Supervisor) StopTasks() error {
+	if s.cg != nil {
+		if err := cgroupFreeze(s.cg.dir, true); err != nil {
+			return fmt.Errorf("supervise: StopTasks: %w", err)
+		}
+		return nil
+	}
+	for _, t := range s.tasks() {
+		s.sweep(t, unix.SIGSTOP)
+	}
+	return nil
+}
+
+// ContinueTasks undoes StopTasks: it thaws the run's cgroup, or sends
+// SIGCONT to each task's group and marked processes.
+func (s *Supervisor) ContinueTasks() error {
+	if s.cg != nil {
+		if err := cgroupFreeze(s.cg.dir, false); err != nil {
+			return fmt.Errorf("supervise: ContinueTasks: %w", err)
+		}
+		return nil
+	}
+	for _, t := range s.tasks() {
+		s.sweep(t, unix.SIGCONT)
+	}
+	return nil
+}
+
+// Close ends every task still running (Terminate: SIGTERM, grace,
+// SIGKILL), waits until each is done, stops the reaper after a last pass,
+// removes the run's cgroup, says bye to the watchdog and waits for it,
+// and ends the kept fork threads. Start fails with ErrClosed after it;
+// calling it again does nothing.
+func (s *Supervisor) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	for _, t := range s.tasks() {
+		t.Terminate()
+	}
+	s.wg.Wait()
+	var errs []error
+	if s.sigchld != nil {
+		signal.Stop(s.sigchld)
+		close(s.quit)
+		<-s.reaperDone
+		s.reapPass()
+	}
+	if s.cg != nil {
+		if err := removeCgroupTree(s.cg.dir, 10*time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.wd != nil {
+		if err := s.wd.bye(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.forker.close()
+	return errors.Join(errs...)
+}

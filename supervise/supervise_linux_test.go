@@ -1,0 +1,602 @@
+//go:build linux
+
+package supervise
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/topology/cpuset"
+)
+
+// sh returns a command running script under sh -c, with DIR set to dir.
+func sh(dir, script string) *exec.Cmd {
+	c := exec.Command("/bin/sh", "-c", script)
+	c.Env = append(os.Environ(), "DIR="+dir)
+	return c
+}
+
+// waitSignal is a shell fragment: wait until file $DIR/$1 exists.
+const waitFor = `w() { while [ ! -e "$DIR/$1" ]; do sleep 0.01; done; }; `
+
+// assertNoneLeft checks that nothing of task is alive and that this
+// process has no zombie child left.
+func assertNoneLeft(t *testing.T, task *Task) {
+	t.Helper()
+	if left := liveMarked(MarkerEnv + "=" + task.ID() + "\x00"); len(left) > 0 {
+		t.Errorf("marked processes alive after the task ended: %+v", left)
+	}
+	eventually(t, "free of zombie children", func() bool { return len(zombieChildren()) == 0 })
+	if c := task.Cgroup(); c != "" {
+		if _, err := os.Stat(c); !os.IsNotExist(err) {
+			t.Errorf("task cgroup %s left: %v", c, err)
+		}
+	}
+}
+
+// exitSignal returns the signal that ended the main child, or 0.
+func exitSignal(err error) syscall.Signal {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ws.Signal()
+		}
+	}
+	return 0
+}
+
+func TestNormalEndKillsSetsidEscapee(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		// The escapee writes its pid, then sleeps in a session of its own;
+		// the main child exits once the pid is written.
+		task, err := s.Start(context.Background(), sh(dir, waitFor+
+			`setsid sh -c 'echo $$ > "$DIR/p.tmp"; mv "$DIR/p.tmp" "$DIR/p"; exec sleep 1000' & w p; exit 0`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := task.Wait(); err != nil {
+			t.Fatalf("Wait = %v, want nil", err)
+		}
+		if c := task.Cause(); c != nil {
+			t.Errorf("Cause = %v, want nil", c)
+		}
+		pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "p")))
+		if alive(pid) {
+			t.Errorf("setsid escapee %d alive after the task ended", pid)
+		}
+		assertNoneLeft(t, task)
+	})
+}
+
+func TestBackgroundJobOfSetM(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for set -m")
+	}
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		c := exec.Command("bash", "-c", `set -m; sleep 1000 & echo $! > "$DIR/p.tmp"; mv "$DIR/p.tmp" "$DIR/p"; exit 0`)
+		c.Env = append(os.Environ(), "DIR="+dir)
+		task, err := s.Start(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := task.Wait(); err != nil {
+			t.Fatalf("Wait = %v", err)
+		}
+		pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "p")))
+		if alive(pid) {
+			t.Errorf("set -m job %d alive after the task ended", pid)
+		}
+		assertNoneLeft(t, task)
+	})
+}
+
+func TestIgnoredSIGTERMGetsSIGKILLAfterGrace(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		o.Grace = 300 * time.Millisecond
+		s := newSup(t, o)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		task, err := s.Start(ctx, sh(dir, `trap '' TERM; touch "$DIR/ready"; while :; do sleep 0.05; done`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFile(t, filepath.Join(dir, "ready"))
+		start := time.Now()
+		cancel()
+		err = task.Wait()
+		if took := time.Since(start); took < o.Grace {
+			t.Errorf("ended after %v, before the grace %v", took, o.Grace)
+		}
+		if sig := exitSignal(err); sig != syscall.SIGKILL {
+			t.Errorf("Wait = %v, want death by SIGKILL", err)
+		}
+		if c := task.Cause(); !errors.Is(c, context.Canceled) {
+			t.Errorf("Cause = %v, want context.Canceled", c)
+		}
+		assertNoneLeft(t, task)
+	})
+}
+
+func TestKillAtOnce(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		o.Grace = time.Hour // Kill must cut it short
+		s := newSup(t, o)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var tasks []*Task
+		for i := range 2 {
+			task, err := s.Start(ctx, sh(dir, fmt.Sprintf(`trap '' TERM; touch "$DIR/r%d"; while :; do sleep 0.05; done`, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks = append(tasks, task)
+			waitFile(t, filepath.Join(dir, fmt.Sprint("r", i)))
+		}
+		cancel()        // the first interrupt: SIGTERM, ignored
+		tasks[0].Kill() // the second, for one task
+		s.KillAll()     // and for all
+		for _, task := range tasks {
+			select {
+			case <-task.Done():
+			case <-time.After(deadline):
+				t.Fatalf("task %s still running %v after Kill", task.ID(), deadline)
+			}
+			if sig := exitSignal(task.Wait()); sig != syscall.SIGKILL {
+				t.Errorf("Wait = %v, want death by SIGKILL", task.Wait())
+			}
+			assertNoneLeft(t, task)
+		}
+	})
+}
+
+func TestCancelTreeThreeDeep(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		task, err := s.Start(ctx, sh(dir, `sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFile(t, filepath.Join(dir, "deep"))
+		prefix := MarkerEnv + "=" + task.ID() + "\x00"
+		eventually(t, "4 marked processes (3 shells, 1 sleep)", func() bool { return len(liveMarked(prefix)) >= 4 })
+		cancel()
+		task.Wait()
+		if c := task.Cause(); !errors.Is(c, context.Canceled) {
+			t.Errorf("Cause = %v, want context.Canceled", c)
+		}
+		assertNoneLeft(t, task)
+	})
+}
+
+func TestTimeout(t *testing.T) {
+	s := newSup(t, Options{NoCgroup: true, Grace: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	task, err := s.Start(ctx, exec.Command("sleep", "1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Wait()
+	if c := task.Cause(); !errors.Is(c, context.DeadlineExceeded) {
+		t.Errorf("Cause = %v, want DeadlineExceeded", c)
+	}
+	assertNoneLeft(t, task)
+}
+
+func TestStopContinue(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		s := newSup(t, o)
+		dir := t.TempDir()
+		task, err := s.Start(context.Background(), sh(dir, `setsid sh -c 'while :; do sleep 0.05; done' & touch "$DIR/ready"; while :; do sleep 0.05; done`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer task.Kill()
+		waitFile(t, filepath.Join(dir, "ready"))
+		prefix := MarkerEnv + "=" + task.ID() + "\x00"
+		eventually(t, "escapee started", func() bool { return len(liveMarked(prefix)) >= 3 })
+		if err := s.StopTasks(); err != nil {
+			t.Fatal(err)
+		}
+		// D as well as T: dash starts commands with vfork, and a parent
+		// whose vfork child was stopped before its exec waits in D (with
+		// its own SIGSTOP pending) until the child is continued.
+		stopped := func(p testProc) bool { return p.state == "T" || p.state == "D" }
+		if c := s.Mechanisms().Cgroup; c != "" {
+			// A frozen process sleeps in the freezer (state S), so the
+			// cgroup's own report is the test, then that nothing runs.
+			eventually(t, "cgroup frozen", func() bool {
+				b, _ := os.ReadFile(filepath.Join(c, "cgroup.events"))
+				return strings.Contains(string(b), "frozen 1")
+			})
+			stopped = func(p testProc) bool { return p.state == "S" || p.state == "D" }
+		}
+		var ps []testProc
+		defer func() {
+			if t.Failed() {
+				t.Logf("marked processes: %+v", ps)
+			}
+		}()
+		eventually(t, "every marked process stopped", func() bool {
+			ps = liveMarked(prefix)
+			for _, p := range ps {
+				if !stopped(p) {
+					return false
+				}
+			}
+			return len(ps) >= 2
+		})
+		if err := s.ContinueTasks(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "no marked process stopped", func() bool {
+			for _, p := range liveMarked(prefix) {
+				if p.state == "T" {
+					return false
+				}
+			}
+			return true
+		})
+		if c := s.Mechanisms().Cgroup; c != "" {
+			eventually(t, "cgroup thawed", func() bool {
+				b, _ := os.ReadFile(filepath.Join(c, "cgroup.events"))
+				return strings.Contains(string(b), "frozen 0")
+			})
+		}
+		// Running again: the loop makes new sleeps.
+		before := liveMarked(prefix)
+		eventually(t, "a new process after continue", func() bool {
+			for _, p := range liveMarked(prefix) {
+				if !containsPid(before, p.pid) {
+					return true
+				}
+			}
+			return false
+		})
+		task.Terminate()
+		task.Wait()
+		assertNoneLeft(t, task)
+	})
+}
+
+func containsPid(ps []testProc, pid int) bool {
+	for _, p := range ps {
+		if p.pid == pid {
+			return true
+		}
+	}
+	return false
+}
+
+func TestReaperReapsEscapeesMidRun(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		// Two orphans (their subshell exits at once), reparented to us,
+		// exit when told to while the main child keeps running.
+		task, err := s.Start(context.Background(), sh(dir, waitFor+
+			`for i in 1 2; do (setsid sh -c 'echo $$ > "$DIR/p$0.tmp"; mv "$DIR/p$0.tmp" "$DIR/p$0"; `+waitFor+`w go' $i &); done; `+
+			`touch "$DIR/ready"; while :; do sleep 0.05; done`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer task.Kill()
+		waitFile(t, filepath.Join(dir, "ready"))
+		var pids []int
+		for _, f := range []string{"p1", "p2"} {
+			pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, f)))
+			pids = append(pids, pid)
+			eventually(t, fmt.Sprintf("orphan %d reparented here", pid), func() bool {
+				p, ok := statOf("/proc/" + strconv.Itoa(pid))
+				return ok && p.ppid == os.Getpid()
+			})
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range pids {
+			eventually(t, fmt.Sprintf("orphan %d reaped", pid), func() bool {
+				_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+				return os.IsNotExist(err)
+			})
+		}
+		if z := zombieChildren(); len(z) > 0 {
+			t.Errorf("zombie children mid-run: %v", z)
+		}
+		select {
+		case <-task.Exited():
+			t.Fatal("the main child exited; the test wants it running")
+		default:
+		}
+		task.Terminate()
+		task.Wait()
+		assertNoneLeft(t, task)
+	})
+}
+
+// helperEnv makes the test binary run runHelper: a supervisor with a
+// watchdog that TestSupervisorSIGKILLed kills.
+const helperEnv = "SUPERVISE_TEST_HELPER"
+
+// runHelper starts a run (RunID, cgroup or not, from the environment)
+// with a watchdog that holds the token pipe at fd 3, a 3-deep tree, a
+// setsid escapee and a temp file, says "ready" on stdout, and waits to be
+// killed.
+func runHelper() int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "helper:", err); return 1 }
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	unix.CloseOnExec(3)
+	mode := os.Getenv(helperEnv)
+	o := Options{
+		RunID:          os.Getenv("SUPERVISE_TEST_RUN"),
+		NoCgroup:       mode != "cgroup",
+		Subreaper:      true,
+		Watchdog:       exe,
+		WatchdogTokens: os.NewFile(3, "tokens"),
+	}
+	if mode == "nowatchdog" {
+		o.Watchdog, o.WatchdogTokens = "", nil
+	}
+	s, err := New(o)
+	if err != nil {
+		return fail(err)
+	}
+	dir := os.Getenv("DIR")
+	for i, script := range []string{
+		`echo $$ > "$DIR/main0"; sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`,
+		`echo $$ > "$DIR/main1"; setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`,
+	} {
+		if _, err := s.Start(context.Background(), sh(dir, script)); err != nil {
+			return fail(fmt.Errorf("task %d: %w", i, err))
+		}
+	}
+	tmp := filepath.Join(dir, "spill")
+	if err := os.WriteFile(tmp, []byte("x"), 0o644); err != nil {
+		return fail(err)
+	}
+	s.TempPath(tmp)
+	s.SetTokens(1)
+	s.SetTokens(3)
+	for _, f := range []string{"deep", "escaped", "main0", "main1"} {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	fmt.Printf("ready %s\n", s.Mechanisms().Cgroup)
+	select {} // until SIGKILL
+}
+
+func TestSupervisorSIGKILLed(t *testing.T) {
+	for _, mode := range []string{"cgroup", "nocgroup"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			run := fmt.Sprintf("test-%d-%s", os.Getpid(), mode)
+			tokR, tokW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tokR.Close()
+			exe, _ := os.Executable()
+			h := exec.Command(exe, "-test.run=^$")
+			h.Env = append(os.Environ(), helperEnv+"="+mode, "SUPERVISE_TEST_RUN="+run, "DIR="+dir)
+			h.ExtraFiles = []*os.File{tokW}
+			h.Stderr = os.Stderr
+			out, err := h.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Start(); err != nil {
+				t.Fatal(err)
+			}
+			tokW.Close()
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				h.Process.Kill()
+				h.Wait()
+				t.Fatalf("helper: %q, %v", line, err)
+			}
+			cg := strings.TrimSpace(strings.TrimPrefix(line, "ready"))
+			if mode == "cgroup" && cg == "" {
+				h.Process.Kill()
+				h.Wait()
+				t.Skip("no usable cgroup v2 in the helper")
+			}
+			prefix := MarkerEnv + "=" + run + "."
+			if n := len(liveMarked(prefix)); n < 5 {
+				t.Errorf("%d marked processes before the kill, want at least 5", n)
+			}
+
+			killed := time.Now()
+			if err := h.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			h.Wait()
+			eventually(t, "no marked process alive", func() bool { return len(liveMarked(prefix)) == 0 })
+			t.Logf("every marked process gone %v after the SIGKILL", time.Since(killed))
+			eventually(t, "temp file removed", func() bool {
+				_, err := os.Stat(filepath.Join(dir, "spill"))
+				return os.IsNotExist(err)
+			})
+			if cg != "" {
+				eventually(t, "run cgroup removed", func() bool {
+					_, err := os.Stat(cg)
+					return os.IsNotExist(err)
+				})
+			}
+			tokR.SetReadDeadline(time.Now().Add(deadline))
+			got, err := io.ReadAll(tokR) // EOF once the watchdog has exited
+			if string(got) != "+++" || err != nil {
+				t.Errorf("tokens written back: %q, %v; want \"+++\"", got, err)
+			}
+			// Orphans of the helper (the watchdog, the tasks' zombies) come
+			// here when this process is a subreaper (other tests made it
+			// one): reap them.
+			eventually(t, "the helper's orphans reaped", func() bool {
+				for {
+					var ws unix.WaitStatus
+					pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+					if err != nil {
+						return true // ECHILD
+					}
+					if pid == 0 {
+						return false
+					}
+				}
+			})
+		})
+	}
+}
+
+// cpusAllowed returns the Cpus_allowed_list line of /proc/PID/status.
+func cpusAllowed(t *testing.T, pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("no Cpus_allowed_list")
+	return ""
+}
+
+func TestStartPlacedThenUnplaced(t *testing.T) {
+	all, err := affinity.Allowed()
+	if err != nil {
+		t.Skip(err)
+	}
+	s := newSup(t, Options{NoCgroup: true})
+	one := cpuset.Of(all.Last())
+	placed, err := s.StartPlaced(context.Background(), exec.Command("sleep", "1000"), affinity.Placement{CPUs: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer placed.Kill()
+	if got := cpusAllowed(t, placed.Pid()); got != one.String() {
+		t.Errorf("placed child allowed %s, want %s", got, one)
+	}
+	// The kept thread is put back: the next child gets the whole mask.
+	plain, err := s.Start(context.Background(), exec.Command("sleep", "1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Kill()
+	if got := cpusAllowed(t, plain.Pid()); got != all.String() {
+		t.Errorf("unplaced child allowed %s, want %s", got, all)
+	}
+	if _, err := s.StartPlaced(context.Background(), exec.Command("true"), affinity.Placement{}); !errors.Is(err, affinity.ErrEmptySet) {
+		t.Errorf("StartPlaced with no CPUs: %v, want ErrEmptySet", err)
+	}
+}
+
+func TestStartAfterClose(t *testing.T) {
+	s, err := New(Options{NoCgroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := s.Start(context.Background(), exec.Command("true")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestPdeathsigWithoutWatchdog: with no watchdog, a SIGKILLed supervisor
+// still takes its direct children along (Pdeathsig from the kept fork
+// thread); its grandchildren survive, as doc.go says, and the test kills
+// them.
+func TestPdeathsigWithoutWatchdog(t *testing.T) {
+	dir := t.TempDir()
+	run := fmt.Sprintf("test-%d-pdeathsig", os.Getpid())
+	tokR, tokW, err := os.Pipe() // unused: fd 3 must exist
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tokR.Close()
+	exe, _ := os.Executable()
+	h := exec.Command(exe, "-test.run=^$")
+	h.Env = append(os.Environ(), helperEnv+"=nowatchdog", "SUPERVISE_TEST_RUN="+run, "DIR="+dir)
+	h.ExtraFiles = []*os.File{tokW}
+	h.Stderr = os.Stderr
+	out, err := h.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tokW.Close()
+	prefix := MarkerEnv + "=" + run + "."
+	defer func() {
+		for _, p := range liveMarked(prefix) {
+			syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		eventually(t, "grandchildren killed and reaped", func() bool {
+			for {
+				var ws unix.WaitStatus
+				pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+				if err != nil {
+					return len(liveMarked(prefix)) == 0
+				}
+				if pid == 0 {
+					return false
+				}
+			}
+		})
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		h.Process.Kill()
+		h.Wait()
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	var mains []int
+	for _, f := range []string{"main0", "main1"} {
+		pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, f)))
+		mains = append(mains, pid)
+	}
+	h.Process.Signal(syscall.SIGKILL)
+	h.Wait()
+	for _, pid := range mains {
+		eventually(t, fmt.Sprintf("direct child %d dead by Pdeathsig", pid), func() bool { return !alive(pid) })
+	}
+	if n := len(liveMarked(prefix)); n == 0 {
+		t.Errorf("no grandchild survived; without a watchdog some should (is a watchdog running?)")
+	}
+}
