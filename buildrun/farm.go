@@ -102,7 +102,7 @@ func newFarmExec(rt *runtime.Runtime, opts Options, pcfg proc.Config) (*farmExec
 	}
 	x.dir = dir
 	rcfg := proc.Config{Slots: fo.Farm.Slots(), Pin: proc.PinNone, Grace: pcfg.Grace,
-		OutputLimit: pcfg.OutputLimit, SpillDir: pcfg.SpillDir, Subreaper: pcfg.Subreaper}
+		OutputLimit: pcfg.OutputLimit, SpillDir: pcfg.SpillDir, Supervisor: pcfg.Supervisor}
 	if x.remote, err = proc.NewRunner(rt, rcfg); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("buildrun: farm: %w", err)

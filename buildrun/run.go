@@ -14,6 +14,7 @@ import (
 	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
+	"github.com/numasteal/numasteal/supervise"
 )
 
 // Options configure Run. The zero value runs with one slot per worker, stops
@@ -166,6 +167,17 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	pcfg.Slots = opts.Slots
 	if pcfg.Slots <= 0 {
 		pcfg.Slots = rt.Workers()
+	}
+	// One Supervisor for the local and the farm runner: its reaper reaps
+	// the children of this process that it did not start, so two would
+	// reap each other's.
+	if pcfg.Supervisor == nil {
+		sup, err := supervise.New(supervise.Options{Grace: pcfg.Grace, Subreaper: pcfg.Subreaper})
+		if err != nil {
+			return nil, fmt.Errorf("buildrun: %w", err)
+		}
+		defer sup.Close()
+		pcfg.Supervisor = sup
 	}
 	runner, err := proc.NewRunner(rt, pcfg)
 	if err != nil {
@@ -345,18 +357,18 @@ func (b *build) finish(t *buildgraph.Task, res *proc.Result) {
 
 	b.sched.Complete(t, o)
 
+	// Report, then release the output in the same critical section, so
+	// that it is gone before the next task's report.
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.opts.Progress != nil {
 		tr := TaskResult{Result: b.sched.Result(t), Proc: res}
-		b.mu.Lock()
 		b.opts.Progress(b.statusLocked(&tr))
-		b.mu.Unlock()
 	}
 	if o != buildgraph.Failed && !b.opts.KeepOutput {
 		// Reported: nothing reads it again.
 		if err := res.Close(); err != nil {
-			b.mu.Lock()
 			b.report.releaseErrs = append(b.report.releaseErrs, err)
-			b.mu.Unlock()
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"syscall"
 	"testing"
 
 	"github.com/numasteal/numasteal/runtime"
@@ -63,7 +64,7 @@ func BenchmarkExecTrueCapture(b *testing.B) {
 		c := exec.Command("/bin/true")
 		var stdout, stderr bytes.Buffer
 		c.Stdout, c.Stderr = &stdout, &stderr
-		c.SysProcAttr = processAttr()
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Run(); err != nil {
 			b.Fatal(err)
 		}

@@ -20,49 +20,45 @@
 //     bound how many processes run at once; they are not workers, so a
 //     worker never sits blocked on a child. Config.Admit is passed next.
 //  2. Fork. A Go task injected into the runtime picks the CPU at that
-//     moment (pickCPU) and forks and execs the command confined to that
-//     CPU (or its node) from its first instruction: directly from the
-//     worker thread when that thread is pinned to exactly that CPU, else
-//     through affinity.StartPinned. The child gets a process group of its
-//     own. The worker then goes back to other Go tasks.
-//  3. Wait. A plain goroutine, not a worker, waits for the child in
-//     waitid(2) (blocked in the kernel, burning no CPU) while the task's
-//     goroutine watches the context and the timeout.
-//  4. Clean-up. The command's group is killed, the command and its
-//     orphans are reaped, and only then are the slots released and the
-//     result delivered.
+//     moment (pickCPU) and starts the command as a task of the runner's
+//     supervise.Supervisor, confined to that CPU (or its node) from its
+//     first instruction: the Supervisor's kept fork thread is narrowed to
+//     the set for the fork (supervise.StartPlaced). The worker then goes
+//     back to other Go tasks.
+//  3. Wait. A plain goroutine, not a worker, waits for the task's end
+//     (supervise.Task.Wait), blocked, burning no CPU; the Supervisor
+//     ends the task when its context is done (the caller's context, its
+//     timeout, Runner.Close, or the runtime closing with runtime.Cancel).
+//  4. Clean-up. Every process of the task is gone and reaped before the
+//     slots are released, Config.Reaped is called, and the result is
+//     delivered.
 //
 // # How every process ends
 //
-// The mechanism is the process group (ninja's): each command leads a
-// group of its own, and every path ends with SIGKILL to the whole group,
-// so background jobs and grandchildren never outlive their task. The
-// command is waited for with WNOWAIT first, so its pid, and with it the
-// group's id, stays reserved until the group is killed: the signal cannot
-// reach a stranger given the recycled id.
+// Package supervise does it, and its doc says which mechanism covers
+// which path: each command leads a process group of its own, carries an
+// environment marker that its descendants inherit, and runs in a cgroup
+// of its own where cgroup v2 allows; its direct child gets Pdeathsig from
+// a thread that lives as long as the Supervisor; with Subreaper, orphans
+// come here and are reaped; a watchdog process, when the Supervisor's
+// owner asks for one (numasteal run does), ends everything if this
+// process is killed. For a process task:
 //
-//   - Exited by itself (Succeeded, or Failed with an *ExitError): the rest
-//     of its group gets SIGKILL, then everything is reaped.
+//   - Exited by itself (Succeeded, or Failed with an *ExitError): whatever
+//     it left running is killed (group, cgroup or marker), then reaped.
 //   - Timed out (Command.Timeout; Failed, TimedOut, ErrTimeout) or
-//     canceled while running (the caller's context, Runner.Close, or the
-//     runtime closing with runtime.Cancel; Canceled with that cause): the
-//     group gets SIGTERM, and SIGKILL after Config.Grace or once the
-//     command has exited, whichever comes first.
+//     canceled while running (Canceled with the context's cause): SIGTERM
+//     to all of it, and SIGKILL after Config.Grace (the Supervisor's) or
+//     at once on supervise.Supervisor.KillAll.
 //   - Canceled before the fork, or not startable (Failed with the exec
 //     error): there is no process; Pid is -1.
-//   - Orphans: a grandchild whose parent exited is still in the group and
-//     dies with it. It is reparented to init, which reaps it, unless
-//     Config.Subreaper makes this process the subreaper: then it is
-//     reparented here and reaped before the result is delivered.
-//   - Escapees: a descendant that left the group (setsid, setpgid) is
-//     not signalled. If it holds the output pipes open, the wait for the
-//     command gives up on them after Config.Grace (exec.Cmd.WaitDelay).
-//   - This process dies: nothing here ends the children; they run on,
-//     reparented.
 //
-// Files: runner.go (Runner, Command, the admission, fork and wait of one
-// task), place.go (placement and the runner's Load), slots.go (the slot
-// semaphore), supervise_linux.go and supervise_other.go (process groups,
-// signals, reaping, the subreaper), result.go (Result, ExitError) and
-// output.go (captured output that spills to a file).
+// A Runner makes its own Supervisor unless Config.Supervisor gives one;
+// two Supervisors with Subreaper in one process would reap each other's
+// children, so a program that runs several runners shares one.
+//
+// Files: runner.go (Runner, Config, Command, the admission, fork and wait
+// of one task), place.go (placement and the runner's Load), slots.go (the
+// slot semaphore), result.go (Result, ExitError) and output.go (captured
+// output that spills to a file).
 package proc

@@ -7,12 +7,12 @@ import (
 	"os/exec"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/runtime"
+	"github.com/numasteal/numasteal/supervise"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -80,8 +80,17 @@ type Config struct {
 	// grandchildren a command leaves behind are reparented here and reaped
 	// by the runner rather than by init. It changes the whole process (any
 	// orphan of any child comes here), so only a program that runs all its
-	// children through runners, like `numasteal run`, should set it.
+	// children through runners, like `numasteal run`, should set it. It
+	// applies to the runner's own Supervisor (Supervisor nil).
 	Subreaper bool
+	// Supervisor, when not nil, starts and ends every process of the
+	// runner (package supervise: process groups, the environment marker,
+	// a cgroup per task where cgroup v2 allows, the reaper, Pdeathsig, and
+	// the watchdog when its Options ask for one). The caller owns it: it
+	// may share it between runners, answer signals through it (KillAll,
+	// StopTasks) and closes it after the runners. nil means the runner
+	// makes its own, with Grace and Subreaper, and closes it in Close.
+	Supervisor *supervise.Supervisor
 
 	// Admit, when not nil, is a further admission gate, passed after the
 	// runner's own slots and before the fork: a GNU make jobserver token,
@@ -127,6 +136,9 @@ type Runner struct {
 	slots *slotSem
 	pin   PinMode
 
+	sup    *supervise.Supervisor
+	ownSup bool // sup was made by NewRunner: Close closes it
+
 	// running counts the processes running on each CPU, for the
 	// placement; index = CPU id. goLoad is the runtime's Load.
 	running []atomic.Int32
@@ -152,10 +164,14 @@ func NewRunner(rt *runtime.Runtime, cfg Config) (*Runner, error) {
 	if cfg.OutputLimit <= 0 {
 		cfg.OutputLimit = DefaultOutputLimit
 	}
-	if cfg.Subreaper {
-		if err := setSubreaper(); err != nil {
-			return nil, fmt.Errorf("proc: PR_SET_CHILD_SUBREAPER: %w", err)
+	sup, own := cfg.Supervisor, false
+	if sup == nil {
+		var err error
+		sup, err = supervise.New(supervise.Options{Grace: cfg.Grace, Subreaper: cfg.Subreaper})
+		if err != nil {
+			return nil, fmt.Errorf("proc: %w", err)
 		}
+		own = true
 	}
 	pin := cfg.Pin
 	if !rt.Pinned() {
@@ -168,6 +184,8 @@ func NewRunner(rt *runtime.Runtime, cfg Config) (*Runner, error) {
 		pin:     pin,
 		running: make([]atomic.Int32, rt.Topology().Usable.Last()+1),
 		goLoad:  rt.Load(),
+		sup:     sup,
+		ownSup:  own,
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r, nil
@@ -252,6 +270,9 @@ func (r *Runner) Close() error {
 	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
+	if r.ownSup {
+		return r.sup.Close()
+	}
 	return nil
 }
 
@@ -296,9 +317,21 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		defer release()
 	}
 
+	// The process's context: tctx, its timeout, and the runtime's own
+	// cancellation (Close with Cancel); the Supervisor ends the task when
+	// it is done, with its cause.
+	pctx, pcancel := tctx, context.CancelFunc(func() {})
+	if cmd.Timeout > 0 {
+		pctx, pcancel = context.WithTimeoutCause(tctx, cmd.Timeout, ErrTimeout)
+	}
+	defer pcancel()
+	stopRT := context.AfterFunc(r.rt.Context(), func() { cancel(runtime.ErrClosed) })
+	defer stopRT()
+
 	// The fork runs as a runtime task of a group under tctx.
 	var (
 		c     *exec.Cmd
+		st    *supervise.Task
 		cpu   = -1
 		start time.Time
 	)
@@ -318,7 +351,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 				return nil
 			}
 		}
-		res.Err = r.fork(x, c, cpu, shared, res)
+		st, res.Err = r.fork(pctx, x, c, cpu, shared, res)
 		return nil
 	})
 	if err := g.Wait(); err != nil || c == nil {
@@ -336,14 +369,12 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		res.Start, res.End = start, time.Now()
 		return
 	}
-	res.Pid = c.Process.Pid
+	res.Pid = st.Pid()
 	p.pid.Store(int64(res.Pid))
 	res.Start = start
-	// The process ends also when the runtime closes with Cancel (the
-	// fork group's context, which watched that, ended with its Wait).
-	stopRT := context.AfterFunc(r.rt.Context(), func() { cancel(runtime.ErrClosed) })
-	defer stopRT()
-	r.wait(tctx, cmd, c, res)
+	werr := st.Wait() // every process of the task is gone and reaped
+	res.End = time.Now()
+	res.fill(c, werr, st.Cause())
 	if r.cfg.Reaped != nil {
 		r.cfg.Reaped(c)
 	}
@@ -359,19 +390,18 @@ func (r *Runner) command(cmd Command, res *Result) *exec.Cmd {
 	}
 	c.Dir, c.Env = cmd.Dir, cmd.Env
 	c.Stdout, c.Stderr = res.Stdout, res.Stderr
-	c.SysProcAttr = processAttr()
-	// The output pipes close when the group is killed; this only bounds
-	// Wait if a process escaped the group and kept a pipe open.
+	// The output pipes close when the task's processes are killed; this
+	// only bounds Wait if one that escaped every mechanism kept a pipe open.
 	c.WaitDelay = r.cfg.Grace
 	return c
 }
 
-// fork starts c on CPU cpu (or its node), from the task x; shared says
-// that the CPU already runs another of the runner's processes, which turns
-// PinCPU into the node's CPUs. The worker thread itself forks when it is
-// pinned to exactly that CPU: the child inherits the thread's mask, as
-// affinity.StartPinned arranges on a fresh thread otherwise.
-func (r *Runner) fork(x *runtime.Ctx, c *exec.Cmd, cpu int, shared bool, res *Result) error {
+// fork starts c as a task of the Supervisor, on CPU cpu (or its node);
+// shared says that the CPU already runs another of the runner's processes,
+// which turns PinCPU into the node's CPUs. The child is confined from its
+// first instruction: the Supervisor's kept fork thread is narrowed to the
+// set for the fork (supervise.StartPlaced). The task ends when ctx is done.
+func (r *Runner) fork(ctx context.Context, x *runtime.Ctx, c *exec.Cmd, cpu int, shared bool, res *Result) (*supervise.Task, error) {
 	topo := r.rt.Topology()
 	node := topo.NodeOf(cpu)
 	res.Worker, res.CPU, res.Node = x.Worker(), cpu, node
@@ -390,53 +420,8 @@ func (r *Runner) fork(x *runtime.Ctx, c *exec.Cmd, cpu int, shared bool, res *Re
 			set = cpuset.Of(cpu)
 		}
 	case PinNone:
-		return c.Start()
+		return r.sup.Start(ctx, c)
 	}
 	res.Affinity = set
-	if pin == PinCPU && x.CPU() == cpu {
-		return c.Start() // pin is not PinNone, so x's thread is pinned (Pinned)
-	}
-	return affinity.StartPinned(c, set)
-}
-
-// wait waits for the started command c, kills its group on cancellation,
-// timeout or exit, reaps everything, and fills res.
-func (r *Runner) wait(ctx context.Context, cmd Command, c *exec.Cmd, res *Result) {
-	pid := c.Process.Pid // the group id too (Setpgid)
-	exited := make(chan struct{})
-	go func() {
-		waitExited(pid)
-		close(exited)
-	}()
-	var timeout <-chan time.Time
-	if cmd.Timeout > 0 {
-		t := time.NewTimer(cmd.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var cause error
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		cause = context.Cause(ctx)
-	case <-timeout:
-		cause = ErrTimeout
-	}
-	if cause != nil {
-		signalGroup(pid, syscall.SIGTERM)
-		grace := time.NewTimer(r.cfg.Grace)
-		select {
-		case <-exited:
-		case <-grace.C:
-		}
-		grace.Stop()
-	}
-	// The command has exited (or is about to, from this SIGKILL): whatever
-	// is left of its group goes too.
-	signalGroup(pid, syscall.SIGKILL)
-	<-exited
-	werr := c.Wait()
-	reapGroup(pid)
-	res.End = time.Now()
-	res.fill(c, werr, cause)
+	return r.sup.StartPlaced(ctx, c, affinity.Placement{CPUs: set})
 }
