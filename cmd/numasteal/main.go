@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/numasteal/numasteal/supervise"
 )
 
-// Exit codes shared by every command.
+// Exit codes shared by every command. A command ended by a signal exits
+// with 128 + the signal's number instead (130 for SIGINT, 143 SIGTERM, 129
+// SIGHUP, 131 SIGQUIT, 141 SIGPIPE; signals.go).
 const (
 	exitOK    = 0 // success
 	exitFail  = 1 // the command ran and failed (bad input file, kernel refusal)
@@ -44,10 +46,20 @@ var commands = [...]command{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// A numasteal started as a run's watchdog (package supervise) does
+	// only that.
+	supervise.MaybeWatchdog()
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// cli runs the command args names as the process does: with the signal
+// handling of signals.go, and stdout falling back to stderr once its
+// reader is gone. It returns the exit status.
+func cli(args []string, stdout, stderr io.Writer) int {
+	ctx, sig := watchSignals(context.Background())
+	code := dispatch(ctx, args, &fallbackWriter{w: stdout, alt: stderr}, stderr)
+	sig.stop()
+	return sig.exitCode(code)
 }
 
 // dispatch runs the command args[0] names with the rest of args and returns

@@ -15,6 +15,7 @@ import (
 	"github.com/numasteal/numasteal/buildrun"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
+	"github.com/numasteal/numasteal/supervise"
 )
 
 // runUsage is the synopsis of "numasteal run".
@@ -40,6 +41,7 @@ type runFlags struct {
 	format    string
 	pin       string
 	timeout   time.Duration
+	grace     time.Duration
 	memMB     int
 	progress  string
 	jobserver jobserverFlags // run_jobserver.go
@@ -62,6 +64,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.format, "format", "auto", "workload format: auto, graph, compdb, commands")
 	fs.StringVar(&f.pin, "pin", "cpu", "child affinity: cpu (the placed CPU), node (its NUMA node), none")
 	fs.DurationVar(&f.timeout, "timeout", 0, "kill a task that runs longer than this (0: no limit)")
+	fs.DurationVar(&f.grace, "grace", 2*time.Second, "how long an ended task has between SIGTERM and SIGKILL (a second interrupt kills at once)")
 	fs.IntVar(&f.memMB, "mem", 0, "most memory (MB) the running tasks may declare together (0: no limit)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress display: auto (a live line on a terminal), lines, none")
 	f.jobserver.define(fs)
@@ -118,6 +121,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer rt.Close()
+	sup, err := newSupervisor(f.grace)
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitFail
+	}
+	sig := signalsOf(ctx)
+	sig.attach(sup) // a second interrupt kills at once; Ctrl-Z stops the tasks
+	defer func() {
+		sig.detach()
+		if err := sup.Close(); err != nil {
+			fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		}
+	}()
 	if f.jobs < 0 {
 		f.jobs = rt.Workers()
 	}
@@ -145,7 +161,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Timeout:       f.timeout,
 		History:       hist,
 		Trace:         trace,
-		Process:       proc.Config{Pin: pin, Subreaper: true},
+		Process:       proc.Config{Pin: pin, Grace: f.grace, Supervisor: sup},
 		Jobserver:     js,
 		Progress:      disp.update,
 		ProgressEvery: disp.every(),
@@ -183,10 +199,27 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "numasteal run: interrupted")
+		var se *SignalError
+		if cause := context.Cause(ctx); errors.As(cause, &se) {
+			fmt.Fprintf(stderr, "numasteal run: %v\n", se)
+		} else {
+			fmt.Fprintf(stderr, "numasteal run: interrupted (%v)\n", cause)
+		}
 		code = exitFail
 	}
 	return code
+}
+
+// newSupervisor returns the Supervisor of a run: every task's processes,
+// escaped ones included, end with the task (package supervise), orphans
+// are reaped here, and a watchdog (this executable re-run, see main) ends
+// them all and cleans up should numasteal itself be killed.
+func newSupervisor(grace time.Duration) (*supervise.Supervisor, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("the watchdog needs this executable: %w", err)
+	}
+	return supervise.New(supervise.Options{Grace: grace, Subreaper: true, Watchdog: exe})
 }
 
 // loadWorkload reads the workload file in the given format ("auto" to

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,10 +38,7 @@ func TestJobserverHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "helper: no -- in", os.Args)
 		os.Exit(exitUsage)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := dispatch(ctx, os.Args[i+1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(cli(os.Args[i+1:], os.Stdout, os.Stderr))
 }
 
 // cliCommand is the shell command line that runs numasteal as a child.
@@ -437,8 +433,8 @@ func TestJobserverClientSIGINT(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != exitFail {
-		t.Errorf("exit %d (%v), want %d; stderr:\n%s", code, err, exitFail, stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
+		t.Errorf("exit %d (%v), want %d (128+SIGINT); stderr:\n%s", code, err, 128+int(syscall.SIGINT), stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "interrupted") {
 		t.Errorf("stderr lacks the interruption:\n%s", stderr.String())
