@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// envFaultTag marks every process of one fault scenario: the numasteal
+// under test gets it, and its tasks and their descendants inherit it, so
+// the test finds them all (escaped ones included) without asking the code
+// under test.
+const envFaultTag = "NUMASTEAL_FAULT_TAG"
+
+// faultScenario is one way a run of numasteal ends.
+type faultScenario struct {
+	name string
+	// commands is the command file; every command runs long unless ended.
+	commands string
+	// flags are extra flags of numasteal run.
+	flags []string
+	// end ends the run once every command has started (the file "up"
+	// has a line per started command); nil lets the run end by itself.
+	end func(p *os.Process)
+	// exit is the exit status wanted; -1 means killed by SIGKILL.
+	exit int
+	// stdoutClosed runs numasteal with stdout a pipe whose reader is gone.
+	stdoutClosed bool
+	// stderr is a text the stderr must contain ("" for none).
+	stderr string
+}
+
+func signalAll(sigs ...syscall.Signal) func(p *os.Process) {
+	return func(p *os.Process) {
+		for i, s := range sigs {
+			if i > 0 {
+				time.Sleep(50 * time.Millisecond) // the first is being handled
+			}
+			p.Signal(s)
+		}
+	}
+}
+
+// faultScenarios are the signal and kill scenarios; .ci/faults runs each
+// many times.
+func faultScenarios() []faultScenario {
+	long := "echo started >> up; sleep 1000\n"
+	escapes := "echo started >> up; setsid sleep 1001 & (set -m; sleep 1002 &); sleep 1000\n"
+	return []faultScenario{
+		{name: "SIGINT", commands: long + long, end: signalAll(syscall.SIGINT), exit: 130, stderr: "interrupted by SIGINT"},
+		{name: "SIGTERM", commands: long + long, end: signalAll(syscall.SIGTERM), exit: 143, stderr: "interrupted by SIGTERM"},
+		{name: "SIGHUP", commands: long + long, end: signalAll(syscall.SIGHUP), exit: 129, stderr: "interrupted by SIGHUP"},
+		{name: "SIGQUIT", commands: long + long, end: signalAll(syscall.SIGQUIT), exit: 131, stderr: "interrupted by SIGQUIT"},
+		{name: "escapees SIGINT", commands: escapes + escapes, end: signalAll(syscall.SIGINT), exit: 130},
+		// A task that ignores SIGTERM, with an hour's grace: the second
+		// interrupt kills it at once.
+		{name: "second SIGINT", commands: "trap '' TERM; echo started >> up; sleep 1000\n", flags: []string{"--grace", "1h"},
+			end: signalAll(syscall.SIGINT, syscall.SIGINT), exit: 130},
+		{name: "SIGKILL", commands: escapes + long, end: signalAll(syscall.SIGKILL), exit: -1},
+		{name: "escapees at a normal end", commands: "echo started >> up; setsid sleep 1001 & (set -m; sleep 1002 &); true\n", exit: 0},
+		{name: "escapees at a timeout", commands: escapes, flags: []string{"--timeout", "1s"}, exit: 1},
+		// `numasteal run c | head -1`: the first task's status line is
+		// read, then the reader goes; the second task ends only after
+		// that (the file "closed"), so numasteal's next line meets a
+		// broken pipe.
+		{name: "SIGPIPE", commands: "true\nwhile [ ! -e closed ]; do sleep 0.01; done\nsleep 1000\n", stdoutClosed: true, exit: 141, stderr: "interrupted by SIGPIPE"},
+	}
+}
+
+// TestFaults runs numasteal (this test binary as the command) through
+// each fault scenario and checks that it exits as documented and that no
+// process of the run is left alive, escaped ones and grandchildren
+// included, shortly after numasteal is gone.
+func TestFaults(t *testing.T) {
+	for _, sc := range faultScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			runFault(t, sc)
+		})
+	}
+}
+
+func runFault(t *testing.T, sc faultScenario) {
+	dir := t.TempDir()
+	cmds := writeFile(t, dir, "cmds.txt", sc.commands)
+	tag := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	args := append([]string{"-test.run=TestJobserverHelperProcess", "--", "run", "--history=", "--progress=lines", "-j", "4"}, sc.flags...)
+	cmd := exec.Command(os.Args[0], append(args, cmds)...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv(envCLI+"=1", envFaultTag+"="+tag)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var stdoutR *os.File
+	if sc.stdoutClosed {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, stdoutR = w, r
+		defer w.Close()
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if stdoutR != nil {
+		// Read the first line, then close the reader: `numasteal run | head -1`.
+		buf := make([]byte, 1)
+		for {
+			if _, err := stdoutR.Read(buf); err != nil || buf[0] == '\n' {
+				break
+			}
+		}
+		stdoutR.Close()
+		cmd.Stdout.(*os.File).Close()
+		if err := os.WriteFile(filepath.Join(dir, "closed"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := strings.Count(sc.commands, "echo started")
+	if sc.end != nil {
+		up := filepath.Join(dir, "up")
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			b, _ := os.ReadFile(up)
+			if bytes.Count(b, []byte("started")) >= want {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the commands never all started; stderr:\n%s", stderr.String())
+			}
+		}
+		sc.end(cmd.Process)
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case <-waitErr:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-waitErr
+		t.Fatalf("numasteal did not exit within a minute; stderr:\n%s", stderr.String())
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	got := ws.ExitStatus()
+	if ws.Signaled() {
+		got = -1
+		if ws.Signal() != syscall.SIGKILL {
+			t.Errorf("numasteal died of %v", ws.Signal())
+		}
+	}
+	if got != sc.exit {
+		t.Errorf("exit %d, want %d; stderr:\n%s", got, sc.exit, stderr.String())
+	}
+	if sc.stderr != "" && !strings.Contains(stderr.String(), sc.stderr) {
+		t.Errorf("stderr lacks %q:\n%s", sc.stderr, stderr.String())
+	}
+	// Nothing of the run may outlive numasteal: after a SIGKILL its
+	// watchdog ends the tasks within milliseconds; the deadline is for a
+	// loaded host.
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		left = taggedProcesses(tag)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("left alive after numasteal exited: %s", strings.Join(left, "; "))
+		for _, p := range left {
+			if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// taggedProcesses lists the live processes (zombies excluded) whose
+// environment carries tag, as "PID CMDLINE".
+func taggedProcesses(tag string) []string {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	needle := []byte(envFaultTag + "=" + tag + "\x00")
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, needle) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	}
+	return out
+}
