@@ -357,3 +357,13 @@ func prepare(cmd *exec.Cmd, ep *endpoint, jobs int) error {
 	cmd.Env = setenv(env, "MAKEFLAGS", MergeMakeflags(makeflagsFromEnv(env), jobs, auth))
 	return nil
 }
+
+// tokenFile returns a new close-on-exec descriptor of the jobserver's
+// write side, for another process to write tokens back with.
+func (c *Client) tokenFile() (*os.File, error) {
+	fd, err := unix.FcntlInt(uintptr(c.ep.wfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("jobserver: dup of the write side: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "jobserver-w"), nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 )
@@ -27,6 +28,7 @@ import (
 type Pool struct {
 	server *Server // served mode; nil when joined
 	client *Client // where jobs take their slots
+	held   func(tokens int)
 
 	mu      sync.Mutex
 	relErr  error // first failed Release
@@ -48,6 +50,11 @@ type PoolOptions struct {
 	// or reused descriptors, a missing FIFO); OpenPool then goes on as if
 	// there were none, since a build without the jobserver still works.
 	Unusable func(error)
+	// Held, when not nil, is called with the number of tokens (slots
+	// beyond the implicit one) the pool holds, each time it changes: a
+	// watchdog that writes them back should this process be killed keeps
+	// its count with it (supervise.Supervisor.SetTokens).
+	Held func(tokens int)
 }
 
 // OpenPool joins the jobserver that env's MAKEFLAGS names (a parent make's,
@@ -57,7 +64,7 @@ func OpenPool(env []string, o PoolOptions) (*Pool, error) {
 	c, err := FromEnv(env)
 	switch {
 	case err == nil:
-		return &Pool{client: c}, nil
+		return &Pool{client: c, held: o.Held}, nil
 	case errors.Is(err, ErrNoJobserver):
 	default:
 		var ue *UnavailableError
@@ -79,7 +86,7 @@ func OpenPool(env []string, o PoolOptions) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{server: s, client: s.Client()}, nil
+	return &Pool{server: s, client: s.Client(), held: o.Held}, nil
 }
 
 // Joined reports whether the pool is a parent's jobserver rather than one
@@ -109,6 +116,7 @@ func (p *Pool) Admit(ctx context.Context) (release func(), err error) {
 	if p.server != nil {
 		p.server.Started()
 	}
+	p.reportHeld()
 	return func() {
 		if p.server != nil {
 			p.server.Exited() // may refill tokens the child died holding
@@ -121,7 +129,31 @@ func (p *Pool) Admit(ctx context.Context) (release func(), err error) {
 			p.relErrN++
 			p.mu.Unlock()
 		}
+		p.reportHeld()
 	}, nil
+}
+
+// reportHeld tells PoolOptions.Held how many tokens the pool holds. The
+// count is read after the change, so concurrent changes may report out of
+// order only transiently: the last call after the last change is right.
+func (p *Pool) reportHeld() {
+	if p.held != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.held(p.client.Held())
+	}
+}
+
+// TokenFile returns a new descriptor of a joined jobserver's write side,
+// for a watchdog process that writes back the tokens this process holds
+// should it be killed (supervise.Options.WatchdogTokens). It returns nil
+// for a served pool (its children die with it, and nobody else waits on
+// its tokens) and for no pool. The caller closes the file.
+func (p *Pool) TokenFile() (*os.File, error) {
+	if !p.Joined() {
+		return nil, nil
+	}
+	return p.client.tokenFile()
 }
 
 // Prepare gives cmd the jobserver: MAKEFLAGS and, for the pipe form, its

@@ -5,6 +5,7 @@ package jobserver
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 )
 
@@ -88,3 +89,5 @@ func (s *Server) Stats() (Stats, error) { return Stats{}, errUnsupported }
 
 // Close does nothing.
 func (s *Server) Close() error { return nil }
+
+func (c *Client) tokenFile() (*os.File, error) { return nil, errUnsupported }

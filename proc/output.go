@@ -27,12 +27,18 @@ type Output struct {
 	n       int64
 	err     error // the first write error to the spill file
 	removed bool
+	// track registers the spill file with the watchdog of the runner's
+	// Supervisor (supervise.Supervisor.TempPath), which removes it should
+	// this process be killed before Close; forget undoes that.
+	track  func(path string) (forget func())
+	forget func()
 }
 
 // newOutput returns an Output that keeps up to limit bytes in memory and
-// spills into a temporary file in dir ("" for os.TempDir).
-func newOutput(limit int, dir string) *Output {
-	return &Output{limit: limit, dir: dir}
+// spills into a temporary file in dir ("" for os.TempDir), registered
+// with track (nil: not registered).
+func newOutput(limit int, dir string, track func(string) func()) *Output {
+	return &Output{limit: limit, dir: dir, track: track}
 }
 
 // Write implements io.Writer. It never fails to the writer (the child
@@ -56,6 +62,9 @@ func (o *Output) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		o.f, o.path = f, f.Name()
+		if o.track != nil {
+			o.forget = o.track(o.path)
+		}
 		if _, err := f.Write(o.buf); err != nil {
 			o.err = fmt.Errorf("proc: spilling process output to %s: %w", o.path, err)
 		}
@@ -160,6 +169,10 @@ func (o *Output) Close() error {
 		if rerr := os.Remove(o.path); rerr != nil && err == nil {
 			err = rerr
 		}
+	}
+	if o.forget != nil {
+		o.forget()
+		o.forget = nil
 	}
 	return err
 }

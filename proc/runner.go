@@ -234,8 +234,8 @@ func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 	p := &Process{done: make(chan struct{})}
 	res := &Result{
 		Args: cmd.Args, CPU: -1, Worker: -1, Pid: -1, ExitCode: -1,
-		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir),
-		Stderr: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir),
+		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath),
+		Stderr: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath),
 	}
 	p.result = res
 	r.mu.Lock()

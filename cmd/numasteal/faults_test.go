@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // envFaultTag marks every process of one fault scenario: the numasteal
@@ -208,4 +210,66 @@ func taggedProcesses(tag string) []string {
 		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
 	}
 	return out
+}
+
+// TestFaultSIGKILLReturnsTokens: numasteal joins a jobserver (a pipe of
+// this test, with 2 tokens, as make -j3 would hand it), its tasks take
+// both tokens, and numasteal is SIGKILLed. Its watchdog ends the tasks and
+// writes the 2 tokens back, so the parent's pool is whole again, and
+// nothing of the run is left.
+func TestFaultSIGKILLReturnsTokens(t *testing.T) {
+	t.Parallel()
+	_, inPipe, fds := jobserverPipe(t, 3, 2) // the child gets it as fds 3, 4
+	dir := t.TempDir()
+	cmds := writeFile(t, dir, "cmds.txt", strings.Repeat("sleep 1000\n", 6))
+	tag := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	cmd := exec.Command(os.Args[0], "-test.run=TestJobserverHelperProcess", "--",
+		"run", "--history=", "--progress=none", "-j", "0", cmds)
+	cmd.Env = cleanEnv(envCLI+"=1", envFaultTag+"="+tag, "MAKEFLAGS= -j3 --jobserver-auth=3,4")
+	for _, fd := range fds {
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := os.NewFile(uintptr(d), "jobserver")
+		defer f.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Both tokens taken, and three sleeps running (implicit slot + 2).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		n, err := inPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 && len(taggedProcesses(tag)) >= 1+3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the tasks never took the tokens; stderr:\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	var n int
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, _ = inPipe()
+		left = taggedProcesses(tag)
+		if (n == 2 && len(left) == 0) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d tokens in the pipe after numasteal was killed, want the 2 it held", n)
+	}
+	if len(left) > 0 {
+		t.Errorf("left alive after numasteal was killed: %s", strings.Join(left, "; "))
+	}
 }

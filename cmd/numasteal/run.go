@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/buildrun"
+	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
 	"github.com/numasteal/numasteal/supervise"
@@ -121,11 +123,26 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer rt.Close()
-	sup, err := newSupervisor(f.grace)
+	if f.jobs < 0 {
+		f.jobs = rt.Workers()
+	}
+	var supHeld atomic.Pointer[supervise.Supervisor] // for the jobserver's token count
+	js, err := openJobserver(f.jobserver, os.Environ(), f.jobs, rt.Workers(), stderr, func(n int) {
+		if s := supHeld.Load(); s != nil {
+			s.SetTokens(n)
+		}
+	}) // run_jobserver.go
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitFail
 	}
+	defer closeJobserver(js, stderr)
+	sup, err := newSupervisor(f.grace, js)
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitFail
+	}
+	supHeld.Store(sup)
 	sig := signalsOf(ctx)
 	sig.attach(sup) // a second interrupt kills at once; Ctrl-Z stops the tasks
 	defer func() {
@@ -134,15 +151,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		}
 	}()
-	if f.jobs < 0 {
-		f.jobs = rt.Workers()
-	}
-	js, err := openJobserver(f.jobserver, os.Environ(), f.jobs, rt.Workers(), stderr) // run_jobserver.go
-	if err != nil {
-		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
-		return exitFail
-	}
-	defer closeJobserver(js, stderr)
 	rf, rfCode, ok := openFarm(ctx, f.farm, stderr) // run_farm.go
 	if !ok {
 		return rfCode
@@ -213,13 +221,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // newSupervisor returns the Supervisor of a run: every task's processes,
 // escaped ones included, end with the task (package supervise), orphans
 // are reaped here, and a watchdog (this executable re-run, see main) ends
-// them all and cleans up should numasteal itself be killed.
-func newSupervisor(grace time.Duration) (*supervise.Supervisor, error) {
+// them all, removes the run's temporary files and gives a parent make
+// back the tokens js held, should numasteal itself be killed.
+func newSupervisor(grace time.Duration, js *jobserver.Pool) (*supervise.Supervisor, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("the watchdog needs this executable: %w", err)
 	}
-	return supervise.New(supervise.Options{Grace: grace, Subreaper: true, Watchdog: exe})
+	tokens, err := js.TokenFile()
+	if err != nil {
+		return nil, err
+	}
+	if tokens != nil {
+		defer tokens.Close() // the watchdog has its own copy
+	}
+	return supervise.New(supervise.Options{Grace: grace, Subreaper: true, Watchdog: exe, WatchdogTokens: tokens})
 }
 
 // loadWorkload reads the workload file in the given format ("auto" to

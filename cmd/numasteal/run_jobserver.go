@@ -37,8 +37,9 @@ func (jf *jobserverFlags) check() error {
 // openJobserver opens the jobserver of a run: the inherited one, else a
 // served one of jobs slots (cpus for -j 0) with --jobserver, else none
 // (nil). An inherited jobserver that cannot be used is reported once on
-// stderr, and the run uses its own -j.
-func openJobserver(jf jobserverFlags, env []string, jobs, cpus int, stderr io.Writer) (*jobserver.Pool, error) {
+// stderr, and the run uses its own -j. held is told how many tokens the
+// run holds, each time that changes.
+func openJobserver(jf jobserverFlags, env []string, jobs, cpus int, stderr io.Writer, held func(int)) (*jobserver.Pool, error) {
 	size := jobs
 	if size < 1 {
 		size = max(cpus, 1) // -j 0: admit everything, serve one slot per CPU
@@ -47,6 +48,7 @@ func openJobserver(jf jobserverFlags, env []string, jobs, cpus int, stderr io.Wr
 		Serve: jf.serve,
 		Slots: size,
 		FIFO:  jf.style == "fifo",
+		Held:  held,
 		Unusable: func(err error) {
 			fmt.Fprintf(stderr, "numasteal run: %v; using -j %d\n", err, max(jobs, 0))
 		},
