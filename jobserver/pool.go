@@ -144,6 +144,16 @@ func (p *Pool) reportHeld() {
 	}
 }
 
+// TempDir returns the directory of a served FIFO jobserver, which Close
+// removes ("" for the pipe form, a joined jobserver, or no pool), so that
+// a watchdog can remove it should this process be killed first.
+func (p *Pool) TempDir() string {
+	if p == nil || p.server == nil {
+		return ""
+	}
+	return p.server.dir
+}
+
 // TokenFile returns a new descriptor of a joined jobserver's write side,
 // for a watchdog process that writes back the tokens this process holds
 // should it be killed (supervise.Options.WatchdogTokens). It returns nil

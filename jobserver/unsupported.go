@@ -50,7 +50,7 @@ func (c *Client) Prepare(cmd *exec.Cmd) error { return ErrClosed }
 func (c *Client) Close() error { return nil }
 
 // Server is a jobserver; never created on this system.
-type Server struct{}
+type Server struct{ dir string }
 
 // Stats is a snapshot of a Server's accounting.
 type Stats struct {

@@ -37,6 +37,9 @@ type faultScenario struct {
 	stdoutClosed bool
 	// stderr is a text the stderr must contain ("" for none).
 	stderr string
+	// tmpEmpty runs numasteal with its own TMPDIR and wants it empty
+	// afterwards: no output spill file, no jobserver FIFO directory.
+	tmpEmpty bool
 }
 
 func signalAll(sigs ...syscall.Signal) func(p *os.Process) {
@@ -66,6 +69,10 @@ func faultScenarios() []faultScenario {
 		{name: "second SIGINT", commands: "trap '' TERM; echo started >> up; sleep 1000\n", flags: []string{"--grace", "1h"},
 			end: signalAll(syscall.SIGINT, syscall.SIGINT), exit: 130},
 		{name: "SIGKILL", commands: escapes + long, end: signalAll(syscall.SIGKILL), exit: -1},
+		// Output past the capture limit spills to $TMPDIR, and a FIFO
+		// jobserver has its directory there: the watchdog removes both.
+		{name: "SIGKILL temporary files", commands: "seq 1 100000; echo started >> up; sleep 1000\n" + long,
+			flags: []string{"--jobserver", "--jobserver-style", "fifo"}, end: signalAll(syscall.SIGKILL), exit: -1, tmpEmpty: true},
 		{name: "escapees at a normal end", commands: "echo started >> up; setsid sleep 1001 & (set -m; sleep 1002 &); true\n", exit: 0},
 		{name: "escapees at a timeout", commands: escapes, flags: []string{"--timeout", "1s"}, exit: 1},
 		// `numasteal run c | head -1`: the first task's status line is
@@ -97,6 +104,13 @@ func runFault(t *testing.T, sc faultScenario) {
 	cmd := exec.Command(os.Args[0], append(args, cmds)...)
 	cmd.Dir = dir
 	cmd.Env = cleanEnv(envCLI+"=1", envFaultTag+"="+tag)
+	tmp := filepath.Join(dir, "tmp")
+	if sc.tmpEmpty {
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	var stdoutR *os.File
@@ -172,6 +186,22 @@ func runFault(t *testing.T, sc faultScenario) {
 		left = taggedProcesses(tag)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
+		}
+	}
+	if sc.tmpEmpty {
+		var names []string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			ents, _ := os.ReadDir(tmp)
+			names = names[:0]
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			if len(names) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(names) > 0 {
+			t.Errorf("left in TMPDIR: %q", names)
 		}
 	}
 	if len(left) > 0 {

@@ -143,6 +143,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	supHeld.Store(sup)
+	if dir := js.TempDir(); dir != "" {
+		sup.TempPath(dir) // a served FIFO's directory: the watchdog removes it if numasteal is killed
+	}
 	sig := signalsOf(ctx)
 	sig.attach(sup) // a second interrupt kills at once; Ctrl-Z stops the tasks
 	defer func() {
