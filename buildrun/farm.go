@@ -52,8 +52,11 @@ type FarmOptions struct {
 	Distcc string
 	// TempDir is where the preprocessed files go; "" means os.TempDir().
 	TempDir string
-	// Timeout bounds the remote step; 0 means Options.Timeout, or 5
-	// minutes without one.
+	// Timeout bounds the remote step of a compile the history does not
+	// know; 0 means Options.Timeout, or one minute without one. A compile
+	// the history knows gets RemoteSlack times its local duration plus
+	// 10 s, within that bound: a host that accepts the connection and
+	// then never answers costs a job that long, not distcc's 300 s.
 	Timeout time.Duration
 }
 
@@ -73,6 +76,7 @@ const distccErrMin, distccErrMax = 100, 127
 type farmExec struct {
 	opts    FarmOptions
 	timeout time.Duration
+	history *buildgraph.History // for the remote timeout of known compiles; may be nil
 	remote  *proc.Runner
 	trace   *buildgraph.TraceWriter
 	dir     string // this run's directory of preprocessed files
@@ -94,8 +98,9 @@ func newFarmExec(rt *runtime.Runtime, opts Options, pcfg proc.Config) (*farmExec
 		x.timeout = opts.Timeout
 	}
 	if x.timeout <= 0 {
-		x.timeout = 5 * time.Minute
+		x.timeout = time.Minute
 	}
+	x.history = opts.History
 	dir, err := os.MkdirTemp(fo.TempDir, "numasteal-farm-")
 	if err != nil {
 		return nil, fmt.Errorf("buildrun: farm: %w", err)
@@ -188,8 +193,12 @@ func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm
 	}
 	rcmd := cmd
 	rcmd.Args = append([]string{x.opts.Distcc}, c.RemoteArgs(pre)...)
-	rcmd.Env = append(envOf(cmd.Env), farm.EnvHosts+"="+lease.Host.DistccHosts(), "DISTCC_FALLBACK=0", "DISTCC_SKIP_LOCAL_RETRY=1")
-	rcmd.Timeout = x.timeout
+	// distcc's own back-off would make it refuse a host that numasteal's
+	// scoring has found up again, and its I/O timeout is bounded by ours.
+	timeout := x.remoteTimeout(t)
+	rcmd.Env = append(envOf(cmd.Env), farm.EnvHosts+"="+lease.Host.DistccHosts(), "DISTCC_FALLBACK=0", "DISTCC_SKIP_LOCAL_RETRY=1",
+		"DISTCC_BACKOFF_PERIOD=0", fmt.Sprintf("DISTCC_IO_TIMEOUT=%d", max(int(timeout/time.Second), 1)))
+	rcmd.Timeout = timeout
 	rres := x.remote.Start(ctx, rcmd).Wait()
 	now := time.Now()
 
@@ -257,6 +266,22 @@ func (x *farmExec) traceSpans(t *buildgraph.Task, l farm.Lease, pres, rres *proc
 		x.trace.Span(x.trace.HostTrack(l.Host.Addr()), t.ID, rres.Start, rres.End,
 			map[string]any{"cmd": t.CommandLine(), "host": l.Host.Addr(), "result": how, "exit": rres.ExitCode})
 	}
+}
+
+// RemoteSlack is how many times its local duration a remote compile the
+// history knows may take before it is given up (plus 10 s for the
+// transfer): remote hosts may be slower, but not by an order of magnitude.
+const RemoteSlack = 4
+
+// remoteTimeout bounds t's remote step: from the history when it knows t,
+// else the farm's timeout.
+func (x *farmExec) remoteTimeout(t *buildgraph.Task) time.Duration {
+	if x.history != nil {
+		if d, ok := x.history.Estimate(t); ok {
+			return min(RemoteSlack*d+10*time.Second, x.timeout)
+		}
+	}
+	return x.timeout
 }
 
 // envOf returns a copy of env to append to; nil means the caller's.

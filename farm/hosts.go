@@ -141,8 +141,14 @@ func parseHost(f string) (h Host, ok bool, err error) {
 	rest := f
 	if c := strings.IndexByte(rest, ','); c >= 0 {
 		for _, o := range strings.Split(rest[c+1:], ",") {
-			if o == "" {
+			switch o {
+			case "":
 				return Host{}, false, fmt.Errorf("%w: empty option", ErrSyntax)
+			case "cpp":
+				// Pump mode sends sources and headers for the host to
+				// preprocess, through distcc's include server; numasteal
+				// preprocesses here and sends the .i file.
+				return Host{}, false, fmt.Errorf("%w: the cpp (pump) option: numasteal preprocesses locally; drop \",cpp\"", ErrUnsupported)
 			}
 			h.Options = append(h.Options, o)
 		}
@@ -205,11 +211,43 @@ func parseHost(f string) (h Host, ok bool, err error) {
 // EnvHosts is the environment variable distcc reads its host list from.
 const EnvHosts = "DISTCC_HOSTS"
 
+// ParseHostsLax parses a host list as ParseHosts does, but skips bad and
+// repeated entries instead of failing, returning each as a *ParseError in
+// skipped: what distcc does with $DISTCC_HOSTS (it warns and goes on).
+func ParseHostsLax(source, text string) (hosts []Host, skipped []error) {
+	seen := map[string]bool{}
+	for i, line := range strings.Split(text, "\n") {
+		if c := strings.IndexByte(line, '#'); c >= 0 {
+			line = line[:c]
+		}
+		for _, f := range strings.Fields(line) {
+			h, ok, err := parseHost(f)
+			if err == nil && ok && seen[h.Addr()] {
+				err = fmt.Errorf("%w: %s listed twice", ErrSyntax, h.Addr())
+			}
+			if err != nil {
+				skipped = append(skipped, &ParseError{Source: source, Line: lineOf(text, i), Text: f, Err: err})
+				continue
+			}
+			if ok {
+				seen[h.Addr()] = true
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return hosts, skipped
+}
+
 // LoadHosts resolves a --farm value: "env" (or "") reads $DISTCC_HOSTS
 // through getenv; a value naming an existing regular file is read as a
 // hosts file; anything else is the list itself. An empty list is an
 // error: a farm of no hosts is a mistake worth reporting.
-func LoadHosts(spec string, getenv func(string) string) ([]Host, error) {
+//
+// A list written on the command line or in a file must be right: a bad
+// entry is an error. $DISTCC_HOSTS is read as distcc reads it: a bad entry
+// is passed to warn (when not nil) and skipped, and the other hosts are
+// used.
+func LoadHosts(spec string, getenv func(string) string, warn func(error)) ([]Host, error) {
 	source, text := "--farm", spec
 	if spec == "" || spec == "env" {
 		source, text = "$"+EnvHosts, getenv(EnvHosts)
@@ -220,9 +258,20 @@ func LoadHosts(spec string, getenv func(string) string) ([]Host, error) {
 		}
 		source, text = spec, string(data)
 	}
-	hosts, err := ParseHosts(source, text)
-	if err != nil {
-		return nil, err
+	var hosts []Host
+	if source == "$"+EnvHosts {
+		var skipped []error
+		hosts, skipped = ParseHostsLax(source, text)
+		for _, err := range skipped {
+			if warn != nil {
+				warn(err)
+			}
+		}
+	} else {
+		var err error
+		if hosts, err = ParseHosts(source, text); err != nil {
+			return nil, err
+		}
 	}
 	if len(hosts) == 0 {
 		return nil, fmt.Errorf("farm: %s: no remote hosts in %q", source, strings.TrimSpace(text))

@@ -20,7 +20,8 @@ func TestParseHosts(t *testing.T) {
 		{"a", []Host{h("a", 3632, 4)}, nil},
 		{"a/8 b:4000/16 c:4001", []Host{h("a", 3632, 8), h("b", 4000, 16), h("c", 4001, 4)}, nil},
 		{"10.0.0.1/2,lzo", []Host{h("10.0.0.1", 3632, 2, "lzo")}, nil},
-		{"[::1]:3633/3,lzo,cpp", []Host{h("::1", 3633, 3, "lzo", "cpp")}, nil},
+		{"[::1]:3633/3,lzo", []Host{h("::1", 3633, 3, "lzo")}, nil},
+		{"[::1]:3633/3,lzo,cpp", nil, ErrUnsupported},  // pump mode
 		{"old/5:3700", []Host{h("old", 3700, 5)}, nil}, // OLDSTYLE_TCP_HOST
 		{"localhost/2 --randomize --localslots=4 --localslots_cpp=8 x", []Host{h("x", 3632, 4)}, nil},
 		{"# farm\na/2 # first\n\n  b/3\n", []Host{h("a", 3632, 2), h("b", 3632, 3)}, nil},
@@ -60,7 +61,7 @@ func TestParseHosts(t *testing.T) {
 
 // String and DistccHosts write what ParseHosts reads.
 func TestHostRoundTrip(t *testing.T) {
-	for _, in := range []string{"a:3632/4", "[::1]:3633/3,lzo", "10.1.2.3:99/16,lzo,cpp"} {
+	for _, in := range []string{"a:3632/4", "[::1]:3633/3,lzo", "10.1.2.3:99/16,lzo"} {
 		hs, err := ParseHosts("t", in)
 		if err != nil || len(hs) != 1 {
 			t.Fatalf("%q: %v", in, err)
@@ -108,9 +109,18 @@ func TestLoadHosts(t *testing.T) {
 		{"env", "", nil, true},
 		{"localhost/4", "", nil, true}, // no remote host
 		{"a:b", "", nil, true},
+		// $DISTCC_HOSTS as distcc reads it: bad entries are warned
+		// about and skipped; on the command line they are errors.
+		{"env", "bogus:xx e1 e1 x,cpp", []string{"e1:3632/4"}, false},
+		{"bogus:xx e1", "", nil, true},
+		{"env", "bogus:xx", nil, true}, // nothing left
 	}
 	for _, tc := range tests {
-		hs, err := LoadHosts(tc.spec, env(tc.env))
+		var warned []string
+		hs, err := LoadHosts(tc.spec, env(tc.env), func(err error) { warned = append(warned, err.Error()) })
+		if tc.spec == "env" && tc.env == "bogus:xx e1 e1 x,cpp" && len(warned) != 3 {
+			t.Errorf("LoadHosts(env %q) warned %q, want 3 warnings", tc.env, warned)
+		}
 		if (err != nil) != tc.bad {
 			t.Errorf("LoadHosts(%q) error %v", tc.spec, err)
 			continue

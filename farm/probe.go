@@ -2,15 +2,26 @@ package farm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
-// Probe connects to h's distccd port and closes the connection at once,
-// returning how long the connect took (a round trip). distccd counts such
-// a connection as a client that sent nothing, which is harmless. An error
-// means the host is unreachable or refuses: it names the address.
+// probeRequest is what Probe sends: distcc's protocol version 1 greeting
+// and an empty argument list, which distccd reads and rejects by closing
+// the connection. It compiles nothing.
+const probeRequest = "DIST00000001" + "ARGC00000000"
+
+// Probe checks that h's distccd answers, returning how long the connect
+// took (a round trip). It connects, sends a request that distccd reads and
+// refuses (probeRequest), and waits for distccd to answer or hang up:
+// either shows a distccd reading its socket. A host that accepts the
+// connection and then says nothing (a hung distccd, a port forwarded to
+// nowhere) fails when timeout ends, as an unreachable one does. An error
+// names the address.
 func Probe(ctx context.Context, h Host, timeout time.Duration) (time.Duration, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -24,7 +35,19 @@ func Probe(ctx context.Context, h Host, timeout time.Duration) (time.Duration, e
 		return 0, fmt.Errorf("farm: probe %s: %w", h.Addr(), err)
 	}
 	rtt := time.Since(start)
-	c.Close()
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := io.WriteString(c, probeRequest); err != nil {
+		return 0, fmt.Errorf("farm: probe %s: %w", h.Addr(), err)
+	}
+	var buf [64]byte
+	if _, err := c.Read(buf[:]); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("farm: probe %s: accepted the connection but did not answer the distcc protocol: %w", h.Addr(), context.Cause(ctx))
+		}
+		return 0, fmt.Errorf("farm: probe %s: %w", h.Addr(), err)
+	}
 	return rtt, nil
 }
 

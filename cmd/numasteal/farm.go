@@ -57,7 +57,7 @@ func runFarmStatus(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintln(stderr, "usage: numasteal farm status [--farm HOSTS] [--timeout D] [--json]")
 		return exitUsage
 	}
-	hs, err := farm.LoadHosts(*hosts, os.Getenv)
+	hs, err := farm.LoadHosts(*hosts, os.Getenv, func(err error) { fmt.Fprintf(stderr, "numasteal farm status: warning: %v\n", err) })
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal farm status: %v\n", err)
 		return exitUsage

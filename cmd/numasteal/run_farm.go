@@ -41,7 +41,7 @@ func openFarm(ctx context.Context, f farmFlags, stderr io.Writer) (rf *runFarm, 
 	if f.hosts == "" {
 		return nil, exitOK, true
 	}
-	hosts, err := farm.LoadHosts(f.hosts, os.Getenv)
+	hosts, err := farm.LoadHosts(f.hosts, os.Getenv, func(err error) { fmt.Fprintf(stderr, "numasteal run: warning: %v (skipped, as distcc does)\n", err) })
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return nil, exitUsage, false
