@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -97,4 +98,39 @@ func TestReadInputLimit(t *testing.T) {
 	if _, err := ReadInput(p, 9); !errors.Is(err, ErrTooLarge) || err.Error() != "read "+p+": file too large: 10 bytes, more than the limit of 9 bytes" {
 		t.Errorf("over the limit: %v", err)
 	}
+}
+
+// FuzzLoadFile loads arbitrary bytes from a file, as numasteal run does:
+// no panic, every failure an *Error, and every accepted task's ID
+// printable text within MaxIDBytes and its command within the bounds.
+func FuzzLoadFile(f *testing.F) {
+	f.Add([]byte("echo a\n# c\n\techo b\r\n"), ".txt")
+	f.Add([]byte(`{"tasks": [{"id": "a", "shell": "x"}]}`), ".json")
+	f.Add([]byte(`[{"directory": "/", "file": "a.c", "command": "cc a.c"}]`), ".json")
+	f.Add([]byte("echo \xff\x00\n"), "")
+	f.Fuzz(func(t *testing.T, data []byte, ext string) {
+		if len(ext) > 8 || strings.ContainsAny(ext, "/\x00") {
+			return
+		}
+		p := filepath.Join(t.TempDir(), "w"+ext)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return
+		}
+		g, err := LoadFile(p)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %T %q is not an *Error", err, err)
+			}
+			return
+		}
+		for _, tk := range g.Tasks {
+			if why := badText(tk.ID, MaxIDBytes); why != "" {
+				t.Fatalf("accepted id %q: %s", tk.ID, why)
+			}
+			if why := badCommand(tk); why != "" {
+				t.Fatalf("accepted task %q: %s", tk.ID, why)
+			}
+		}
+	})
 }
