@@ -436,11 +436,7 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 // needs no more secrecy than the build directory; a umask of 077 makes it
 // 0600. Save never widens the mode.
 func (h *History) Save(path string) error {
-	err := WriteFileAtomic(path, 0o666, func(w io.Writer) error {
-		_, err := h.WriteTo(w)
-		return err
-	})
-	if err != nil {
+	if err := writeAtomic(path, h); err != nil {
 		return fmt.Errorf("buildgraph: saving history to %s: %w", path, err)
 	}
 	return nil

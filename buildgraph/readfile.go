@@ -64,7 +64,7 @@ func openRegular(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s); numasteal reads only regular files", ErrNotRegular, fileKind(fi.Mode()))}
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s); numasteal reads only regular files", ErrNotRegular, FileKind(fi.Mode()))}
 	}
 	return f, nil
 }
@@ -115,8 +115,9 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// fileKind names the type of a file that is not regular.
-func fileKind(m fs.FileMode) string {
+// FileKind names the type of a file that is not regular ("a named pipe",
+// "a character device"), for messages.
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
 		return "a named pipe"

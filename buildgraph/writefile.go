@@ -143,12 +143,17 @@ func processAlive(pid int) bool {
 // path is replaced, not written through. The file is created 0666 less
 // the umask, as any tool's output.
 func (w *TraceWriter) Save(path string) error {
-	err := WriteFileAtomic(path, 0o666, func(out io.Writer) error {
-		_, err := w.WriteTo(out)
-		return err
-	})
-	if err != nil {
+	if err := writeAtomic(path, w); err != nil {
 		return fmt.Errorf("buildgraph: writing trace %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeAtomic writes v's WriteTo output to path with WriteFileAtomic, mode
+// 0666 less the umask.
+func writeAtomic(path string, v io.WriterTo) error {
+	return WriteFileAtomic(path, 0o666, func(out io.Writer) error {
+		_, err := v.WriteTo(out)
+		return err
+	})
 }

@@ -166,7 +166,7 @@ func checkWritable(path string) error {
 		case m.IsDir():
 			return errors.New("is a directory")
 		case !m.IsRegular() && m&os.ModeSymlink == 0:
-			return fmt.Errorf("exists and is not a regular file (%s); numasteal replaces the file it writes, by rename", kindOf(m))
+			return fmt.Errorf("exists and is not a regular file (%s); numasteal replaces the file it writes, by rename", buildgraph.FileKind(m))
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -184,22 +184,6 @@ func checkWritable(path string) error {
 	tmp.Close()
 	os.Remove(tmp.Name())
 	return nil
-}
-
-// kindOf names the type of a file that is neither regular, a directory,
-// nor a link.
-func kindOf(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "mode " + m.Type().String()
 }
 
 // unwrapPath returns the cause of an *os.PathError, whose path the message
