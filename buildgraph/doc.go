@@ -24,6 +24,13 @@
 //     runs that weight the critical path, bounded by [History.Retain].
 //   - trace.go: [TraceWriter], a Chrome Trace Event writer (one track per
 //     CPU) whose output opens in Perfetto.
+//   - readfile.go, writefile.go: [ReadInput] reads only regular files of a
+//     stated size (a named pipe never blocks, /dev/zero never fills
+//     memory); [WriteFileAtomic] writes through a new O_EXCL|O_NOFOLLOW
+//     temporary file renamed over the path, never through a planted link.
+//   - history_key.go: the history's command hashes, keyed with a per-user
+//     key so the file does not give commands away.
+//   - bounds.go: the limits on task IDs and commands that Validate checks.
 //   - shellwords.go: [SplitWords] and [QuoteWords], POSIX shell word rules
 //     for compilation-database commands.
 //

@@ -3,13 +3,12 @@ package buildgraph
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +50,7 @@ const (
 // matched a task. Blank lines are skipped. A file of version 1 (header
 // {"numasteal_history":1}, no "seen") reads as one of 0 runs.
 type History struct {
+	key     []byte // keys the command hashes (history_key.go); read-only
 	mu      sync.Mutex
 	runs    int64 // runs ended by Retain, counted in the file
 	entries map[histKey]*histEntry
@@ -69,83 +69,207 @@ type histEntry struct {
 	Seen int64 `json:"seen,omitempty"`
 }
 
-// NewHistory returns an empty History.
-func NewHistory() *History {
+// NewHistory returns an empty History whose command hashes are keyed with
+// a new random key.
+func NewHistory() *History { return newHistory(nil) }
+
+// newHistory returns an empty History keyed with key, or with a new random
+// key when key is nil.
+func newHistory(key []byte) *History {
+	if key == nil {
+		key = make([]byte, historyKeyBytes)
+		rand.Read(key)
+	}
 	return &History{
+		key:     key,
 		entries: make(map[histKey]*histEntry),
 		byHash:  make(map[string]*histEntry),
 		byID:    make(map[string]*histEntry),
 	}
 }
 
-// LoadHistory reads the history file at path. A missing file is an empty
-// History, not an error (the first run has none); a corrupt one is an
-// *Error naming the file and line.
+// LoadHistory reads the history file at path for a run: ReadHistoryFile
+// without its report of skipped lines. A missing, unreadable or partly
+// corrupt history never stops a build: what can be read is used.
 func LoadHistory(path string) (*History, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return NewHistory(), nil
-	}
-	if err != nil {
-		return nil, &Error{Msg: err.Error(), Err: err}
-	}
-	defer f.Close()
-	return ReadHistory(f, path)
+	h, _, err := ReadHistoryFile(path)
+	return h, err
 }
 
+// ReadHistoryFile reads the history file at path, keying its command
+// hashes with the user's key (HistoryKey). A missing file is an empty
+// History (the first run has none).
+//
+// What is wrong inside the file is returned as skipped, and the History
+// holds the rest: an entry line that does not parse (or is longer than
+// maxHistoryLine) is left out; a file that cannot be read, or a key that
+// cannot be had, leaves the History empty or unkeyed. The caller should
+// report skipped (each an *Error naming file and line) and go on: the next
+// Save writes a clean file.
+//
+// err is set, and h nil, only when path must not be replaced by Save: it
+// is not a regular file (a named pipe, a device), it is larger than
+// MaxHistoryBytes, or its first line is not a history header (a workload
+// or a log named by mistake).
+func ReadHistoryFile(path string) (h *History, skipped, err error) {
+	key, kerr := HistoryKey()
+	var probs []error
+	if kerr != nil {
+		probs = append(probs, &Error{Msg: fmt.Sprintf("history: %v; durations are matched by task id only this run", kerr), Err: kerr})
+	}
+	f, err := openRegular(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return newHistory(key), errors.Join(probs...), nil
+	case errors.Is(err, ErrNotRegular):
+		return nil, nil, &Error{Msg: "history: " + err.Error(), Err: err}
+	case err != nil:
+		probs = append(probs, &Error{Msg: "history: " + err.Error() + " (ignored; it will be replaced)", Err: err})
+		return newHistory(key), errors.Join(probs...), nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxHistoryBytes {
+		return nil, nil, &Error{Msg: "history: " + tooLarge(path, fi.Size(), MaxHistoryBytes).Error(), Err: ErrTooLarge}
+	}
+	h, err = readHistory(io.LimitReader(f, MaxHistoryBytes+1), path, key)
+	if h == nil {
+		return nil, nil, err
+	}
+	if err != nil {
+		probs = append(probs, err)
+	}
+	return h, errors.Join(probs...), nil
+}
+
+// maxHistoryLine is the longest line ReadHistory reads: an entry is at
+// most a few KiB, its ID being at most MaxIDBytes, but versions before
+// the bound wrote any ID.
+const maxHistoryLine = 1 << 20
+
+// maxHistoryProblems bounds how many skipped lines ReadHistory reports.
+const maxHistoryProblems = 5
+
 // ReadHistory reads a history in the file format from r; name is used in
-// error positions.
+// error positions. The command hashes are keyed with a new random key, so
+// only IDs match those of the file; LoadHistory keys with the user's key.
+//
+// Lines that are not valid entries are skipped: the returned History holds
+// every valid entry, and the error names each bad line (up to five) as an
+// *Error wrapping ErrSyntax, joined. The History is nil only when the
+// first line is not a history header or r fails.
 func ReadHistory(r io.Reader, name string) (*History, error) {
-	h := NewHistory()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
+	return readHistory(r, name, nil)
+}
+
+func readHistory(r io.Reader, name string, key []byte) (*History, error) {
+	h := newHistory(key)
+	br := bufio.NewReaderSize(r, 64<<10)
 	header := false
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
+	var probs []error
+	more := 0
+	for line := 1; ; line++ {
+		raw, long, err := readHistLine(br)
+		if err != nil && err != io.EOF {
+			return nil, &Error{Pos: Pos{File: name, Line: line}, Msg: "history: " + err.Error(), Err: err}
+		}
+		if len(raw) == 0 && err == io.EOF && !long {
+			break
 		}
 		bad := func(format string, args ...any) error {
 			return &Error{Pos: Pos{File: name, Line: line}, Msg: "history: " + fmt.Sprintf(format, args...), Err: ErrSyntax}
 		}
-		if !header {
+		var prob error
+		text := bytes.TrimSpace(raw)
+		switch {
+		case long && !header:
+			return nil, bad("not a numasteal history file (want the header %s or %sN})", historyHeaderV1, historyHeaderV2)
+		case long:
+			prob = bad("line longer than %d bytes; skipped", maxHistoryLine)
+		case len(text) == 0:
+		case !header:
 			runs, ok := parseHistoryHeader(text)
 			if !ok {
 				return nil, bad("not a numasteal history file (want the header %s or %sN})", historyHeaderV1, historyHeaderV2)
 			}
 			h.runs = runs
 			header = true
+		default:
+			prob = h.readEntry(text, bad)
+		}
+		if prob != nil {
+			if len(probs) < maxHistoryProblems {
+				probs = append(probs, prob)
+			} else {
+				more++
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if more > 0 {
+		probs = append(probs, fmt.Errorf("%s: history: and %d more bad lines, skipped", name, more))
+	}
+	if len(probs) == 1 {
+		return h, probs[0]
+	}
+	return h, errors.Join(probs...)
+}
+
+// readHistLine returns the next line without its newline. long is set
+// (and the line's bytes dropped) when it exceeds maxHistoryLine; the rest
+// of it is consumed.
+func readHistLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			if len(buf)+len(chunk) > maxHistoryLine+1 {
+				long, buf = true, nil
+			} else if buf == nil && err == nil {
+				return bytes.TrimSuffix(chunk, []byte("\n")), false, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		switch err {
+		case bufio.ErrBufferFull:
 			continue
+		case nil:
+			return bytes.TrimSuffix(buf, []byte("\n")), long, nil
+		default:
+			return buf, long, err
 		}
-		e := new(histEntry)
-		if !parseHistEntry(text, e) {
-			// Not in the form WriteTo writes: let encoding/json decide,
-			// and name what is wrong.
-			*e = histEntry{}
-			dec := json.NewDecoder(bytes.NewReader(text))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(e); err != nil {
-				return nil, bad("%s", strings.TrimPrefix(err.Error(), "json: "))
-			}
-			if dec.More() {
-				return nil, bad("more than one object on the line")
-			}
-		}
-		if e.ID == "" || e.Hash == "" {
-			return nil, bad(`entry lacks "id" or "hash"`)
-		}
-		if len(e.MS) == 0 || len(e.MS) > HistoryRuns || slices.Min(e.MS) < 0 {
-			return nil, bad(`"ms" must hold 1 to %d durations, none negative`, HistoryRuns)
-		}
-		if e.Seen < 0 || e.Seen > h.runs {
-			return nil, bad(`"seen" must be 0 to the header's runs (%d)`, h.runs)
-		}
-		h.put(e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, &Error{Pos: Pos{File: name}, Msg: "history: " + err.Error(), Err: err}
+}
+
+// readEntry adds the entry of one line, or returns why it cannot.
+func (h *History) readEntry(text []byte, bad func(string, ...any) error) error {
+	e := new(histEntry)
+	if !parseHistEntry(text, e) {
+		// Not in the form WriteTo writes: let encoding/json decide,
+		// and name what is wrong.
+		*e = histEntry{}
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(e); err != nil {
+			return bad("%s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		if dec.More() {
+			return bad("more than one object on the line")
+		}
 	}
-	return h, nil
+	if e.ID == "" || e.Hash == "" {
+		return bad(`entry lacks "id" or "hash"`)
+	}
+	if len(e.MS) == 0 || len(e.MS) > HistoryRuns || slices.Min(e.MS) < 0 {
+		return bad(`"ms" must hold 1 to %d durations, none negative`, HistoryRuns)
+	}
+	if e.Seen < 0 || e.Seen > h.runs {
+		return bad(`"seen" must be 0 to the header's runs (%d)`, h.runs)
+	}
+	h.put(e)
+	return nil
 }
 
 // put adds or replaces e. It becomes the entry for its hash and its ID
@@ -183,7 +307,7 @@ func (h *History) Estimate(t *Task) (d time.Duration, ok bool) {
 	if h == nil {
 		return 0, false
 	}
-	hash := t.CommandHash()
+	hash := h.hash(t)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.lookupLocked(t.ID, hash)
@@ -201,7 +325,7 @@ func (h *History) Estimate(t *Task) (d time.Duration, ok bool) {
 // the oldest beyond HistoryRuns. Record only successful runs: a failure's
 // duration says little about the next try.
 func (h *History) Record(t *Task, d time.Duration) {
-	hash := t.CommandHash()
+	hash := h.hash(t)
 	ms := max(d.Round(time.Millisecond).Milliseconds(), 0)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -240,7 +364,7 @@ func (h *History) Len() int {
 func (h *History) Retain(g *Graph) {
 	hashes := make([]string, len(g.Tasks))
 	for i, t := range g.Tasks {
-		hashes[i] = t.CommandHash()
+		hashes[i] = h.hash(t)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -303,29 +427,17 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// Save writes the history to path atomically: to a temporary file in the
-// same directory, then renamed over path, so a crash never leaves half a
-// file.
-func (h *History) Save(path string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("buildgraph: saving history: %w", err)
+// Save writes the history to path with WriteFileAtomic: to a new
+// temporary file in the same directory (O_EXCL|O_NOFOLLOW), then renamed
+// over path, so a crash never leaves half a file and a link planted at
+// path is replaced, never written through. The file is created 0666 less
+// the umask, like ninja's .ninja_log: it holds task IDs, durations and
+// keyed hashes that reveal nothing about the commands (HistoryKey), so it
+// needs no more secrecy than the build directory; a umask of 077 makes it
+// 0600. Save never widens the mode.
+func (h *History) Save(path string) error {
+	if err := writeAtomic(path, h); err != nil {
+		return fmt.Errorf("buildgraph: saving history to %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("buildgraph: saving history to %s: %w", path, err)
-		}
-	}()
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if _, err = h.WriteTo(tmp); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }

@@ -54,9 +54,16 @@ func (r *jsonReader) at(off int) *jsonReader { return &jsonReader{doc: r.doc, i:
 // one fast pass; only on failure does json.Unmarshal run, for its error,
 // whose Offset counts from the start of data ("after reading Offset bytes":
 // the bad byte is the one before).
+//
+// It also rejects invalid UTF-8, which json.Valid lets through inside
+// strings and encoding/json would silently turn into U+FFFD: a task id or
+// path changed behind the user's back.
 func (r *jsonReader) checkSyntax() error {
 	data := r.doc.data
 	if json.Valid(data) {
+		if off := invalidUTF8(data); off >= 0 {
+			return r.errorf(off, "", ErrSyntax, "invalid UTF-8 (byte 0x%02x); the file must be UTF-8 text", data[off])
+		}
 		return nil
 	}
 	var v json.RawMessage
@@ -73,6 +80,22 @@ func (r *jsonReader) checkSyntax() error {
 		off++
 	}
 	return r.errorf(off, "", ErrSyntax, "invalid JSON: %s", strings.TrimPrefix(se.Error(), "json: "))
+}
+
+// invalidUTF8 returns the offset of the first byte of data that is not
+// part of valid UTF-8, or -1.
+func invalidUTF8(data []byte) int {
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
 }
 
 // pos converts a document offset into a Pos.
@@ -191,7 +214,8 @@ func decodeString(raw []byte) (string, error) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
 		// No backslash: no escapes, and (the string being well-formed) no
 		// quote inside either. Invalid UTF-8 goes the slow way, which
-		// replaces it with U+FFFD as encoding/json always does.
+		// replaces it with U+FFFD as encoding/json always does; the
+		// loaders never get there, checkSyntax having rejected it.
 		if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 			return string(inner), nil
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -26,8 +25,10 @@ import (
 // line for sh -c); the other fields are optional and map onto [Task]
 // ("cpus" at least 1, "mem_mb" at least 0). Unknown fields and repeated
 // fields are errors, not ignored: a misspelt "dep" would otherwise silently
-// drop a dependency. null counts as absent. "pools" maps a pool name to its
-// limit, at least 1.
+// drop a dependency. null counts as absent, except for "tasks", which must
+// be an array ([] for none). "pools" maps a pool name to its limit, at
+// least 1. The file must be UTF-8: invalid UTF-8 is an error at its place,
+// not replaced by U+FFFD.
 //
 // A clang compilation database (FormatCompDB), compile_commands.json as
 // specified at https://clang.llvm.org/docs/JSONCompilationDatabase.html:
@@ -52,7 +53,13 @@ import (
 //
 // Each other line becomes a task with Shell set to the line (blanks around
 // it removed, a CRLF ending accepted), ID "line N" (N counting every line of
-// the file from 1) and no dependencies.
+// the file from 1) and no dependencies. The file must be text: a line with
+// invalid UTF-8, a NUL byte or another control character but tab is an
+// error (a binary file given by mistake is refused whole, not fed to sh
+// line by line).
+//
+// Every format's file is read only when it is a regular file of at most
+// MaxWorkloadBytes (256 MiB); see LoadFile.
 type Format int
 
 // The workload formats.
@@ -136,13 +143,21 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // detecting its format with DetectFormat. Every error is an *Error naming
 // the place (file:line:col) and, where there is one, the task; a file that
 // cannot be read gives the *os.PathError inside an *Error, so
-// errors.Is(err, fs.ErrNotExist) works.
+// errors.Is(err, fs.ErrNotExist) works. Only a regular file of at most
+// MaxWorkloadBytes is read (see ReadInput): a named pipe or a device is an
+// error wrapping ErrNotRegular, a bigger file one wrapping ErrTooLarge.
 func LoadFile(path string) (*Graph, error) {
-	data, err := os.ReadFile(path)
+	return LoadFileAs(path, FormatAuto)
+}
+
+// LoadFileAs is LoadFile reading the file in format f (FormatAuto to
+// detect it).
+func LoadFileAs(path string, f Format) (*Graph, error) {
+	data, err := ReadInput(path, MaxWorkloadBytes)
 	if err != nil {
 		return nil, &Error{Msg: err.Error(), Err: err}
 	}
-	return Parse(path, data, FormatAuto)
+	return Parse(path, data, f)
 }
 
 // Parse parses and validates a workload held in memory; name is used in

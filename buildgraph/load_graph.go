@@ -58,11 +58,12 @@ func parseGraph(name string, data []byte) (*Graph, error) {
 	return g, nil
 }
 
-// parseTasks reads the value of "tasks" from r: an array of tasks, or null.
+// parseTasks reads the value of "tasks" from r: an array of tasks. null is
+// refused, as a missing "tasks" is: a generator that wrote null has lost
+// its tasks, and an empty array says "nothing to do" on purpose.
 func parseTasks(r *jsonReader, g *Graph) error {
 	if r.peek() == 'n' {
-		_, err := r.skipValue() // null
-		return err
+		return r.errorf(r.nextOff(), "", ErrField, `field "tasks": want an array of tasks, got null (write [] for no tasks)`)
 	}
 	return r.array(`field "tasks"`, func(i int, off int) error {
 		t, err := parseTask(r, i)

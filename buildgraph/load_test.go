@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -109,7 +110,20 @@ var parseErrTests = []struct {
 	{"", `[{"file": "a.c", "command": "cc"}]`, `in.json:1:2: entry 1: missing "directory"`},
 	{"", `[3]`, `in.json:1:2: entry 1: want an object, got a number`},
 	{"", `[{"directory": "/", "file": 3}]`, `in.json:1:29: entry 1: field "file": want a string, got a number`},
-	{"cmds", "ok\nbad \x00 line\n", `cmds:2:5: a command holds a NUL byte (is this a binary file?)`},
+	{"cmds", "ok\nbad \x00 line\n", `cmds:2:5: a NUL byte; a command file must be text (is this a binary file?)`},
+	// Bad input that used to be accepted without a word.
+	{"", `{"tasks": null}`, `in.json:1:11: field "tasks": want an array of tasks, got null (write [] for no tasks)`},
+	{"", "{\"tasks\": [{\"id\": \"a\xffb\", \"shell\": \"x\"}]}", `in.json:1:21: invalid UTF-8 (byte 0xff); the file must be UTF-8 text`},
+	{"", "[{\"directory\": \"/\",\n \"file\": \"\xc3(\", \"command\": \"cc\"}]", `in.json:2:11: invalid UTF-8 (byte 0xc3); the file must be UTF-8 text`},
+	{"", `{"tasks": [{"id": "a\u0000b", "shell": "x"}]}`, `in.json:1:12: tasks[0]: the task id "a\x00b" holds the control character U+0000 at byte 1`},
+	{"", `{"tasks": [{"id": "a\u001b[31m", "shell": "x"}]}`, `in.json:1:12: tasks[0]: the task id "a\x1b[31m" holds the control character U+001B at byte 1`},
+	{"", `{"tasks": [{"id": "a\u0085", "shell": "x"}]}`, `in.json:1:12: tasks[0]: the task id "a\u0085" holds the control character U+0085 at byte 1`},
+	{"", `{"tasks": [{"id": "` + strings.Repeat("x", MaxIDBytes+1) + `", "shell": "x"}]}`, `in.json:1:12: tasks[0]: the task id "` + strings.Repeat("x", 60) + `"... (4097 bytes) is 4097 bytes long, more than 4096`},
+	{"", `{"tasks": [{"id": "a", "shell": "` + strings.Repeat("x", MaxArgBytes+1) + `"}]}`, `in.json:1:12: task "a": its shell command is 131072 bytes long, more than 131071 (the kernel's limit for one argument)`},
+	{"", `{"tasks": [{"id": "a", "shell": "x", "deps": ["` + strings.Repeat("y", 100) + `"]}]}`, `in.json:1:12: task "a" depends on unknown task "` + strings.Repeat("y", 60) + `"... (100 bytes)`},
+	{"cmds", "echo \xff\xfe\n", `cmds:1:6: invalid UTF-8 (byte 0xff); a command file must be text (is this a binary file?)`},
+	{"cmds", "# ok\necho \x1b[2J\n", `cmds:2:6: the control character 0x1b; a command file must be text (is this a binary file?)`},
+	{"cmds", "\x7fELF\x02\x01\x01\n", `cmds:1:1: the control character 0x7f; a command file must be text (is this a binary file?)`},
 }
 
 func TestParseErrors(t *testing.T) {

@@ -80,24 +80,31 @@ func (t *Task) CommandLine() string {
 }
 
 // CommandHash returns a 64-bit FNV-1a hash of the command (Cmd words or
-// Shell text, with the working directory), as 16 hex digits. History uses
-// it to recognise a command whose ID changed (a line moved in a command
-// file).
+// Shell text, with the working directory), as 16 hex digits: a quick
+// fingerprint for a program's own use. It is not keyed, so anyone who
+// sees it can test guesses of the command; History writes a keyed hash
+// instead (history_key.go).
 func (t *Task) CommandHash() string {
 	h := fnv.New64a()
+	h.Write(t.appendCommand(nil))
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// appendCommand appends the bytes a command hash covers: 'c' and each Cmd
+// word with a NUL after it, or 's', Shell and a NUL; then Cwd.
+func (t *Task) appendCommand(b []byte) []byte {
 	if t.Cmd != nil {
-		h.Write([]byte{'c'})
+		b = append(b, 'c')
 		for _, w := range t.Cmd {
-			h.Write([]byte(w))
-			h.Write([]byte{0})
+			b = append(b, w...)
+			b = append(b, 0)
 		}
 	} else {
-		h.Write([]byte{'s'})
-		h.Write([]byte(t.Shell))
-		h.Write([]byte{0})
+		b = append(b, 's')
+		b = append(b, t.Shell...)
+		b = append(b, 0)
 	}
-	h.Write([]byte(t.Cwd))
-	return fmt.Sprintf("%016x", h.Sum64())
+	return append(b, t.Cwd...)
 }
 
 // Pos is a place in an input file. Line and Col count from 1; Col counts

@@ -36,7 +36,18 @@ var (
 	ErrRange = errors.New("value out of range")
 	// ErrMissing: a line or field the file must hold is absent.
 	ErrMissing = errors.New("missing field")
+	// ErrNotRegular: a file of a dump (WithRoot) is not a regular file,
+	// such as a named pipe or a device, which could block or never end.
+	ErrNotRegular = errors.New("not a regular file (a dump holds only regular files)")
+	// ErrTooLarge: a file of a dump is larger than any sysfs or procfs
+	// file a dump tool copies (maxDumpFile).
+	ErrTooLarge = errors.New("file too large for a sysfs or procfs file (over 16 MiB)")
 )
+
+// maxDumpFile bounds a file read from a dump: a sysfs attribute is at
+// most a page, and /proc/cpuinfo of a machine of thousands of CPUs a few
+// MiB.
+const maxDumpFile = 16 << 20
 
 // ErrNoUsableCPU is returned (wrapped) by Discover when no online CPU is
 // allowed, for instance when a cgroup cpuset names only offline CPUs.

@@ -91,7 +91,15 @@ func (r *reader) text(rel string) (string, bool, error) {
 }
 
 // names lists the entries of directory rel; ok is false when it is absent.
+//
+// Under a dump, a named pipe or device where a directory belongs is an
+// error (ErrNotRegular), checked before the open that would block on it.
 func (r *reader) names(rel string) ([]string, bool, error) {
+	if r.root != "/" {
+		if fi, err := os.Stat(r.abs(rel)); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+			return nil, false, &FileError{Path: rel, Err: ErrNotRegular}
+		}
+	}
 	f, err := os.Open(r.abs(rel))
 	if err != nil {
 		if absent(err) {

@@ -82,18 +82,45 @@ func (r *reader) dirFor(rel string) (int, string) {
 // does a dump's regular file, so for those (whole) a short read is taken as
 // the end of the file; procfs files are read until read returns 0, because
 // seq_file may return less than asked before the end.
+//
+// Under a dump (a root other than "/") a file may be anything a user left
+// there: a named pipe would block open(2) forever, /dev/zero would fill
+// memory. So there the file is opened with O_NONBLOCK, refused unless
+// fstat says it is a regular file (ErrNotRegular), and refused beyond
+// maxDumpFile bytes (ErrTooLarge). The live /sys and /proc, whose files
+// are the kernel's, are read as before, without the extra fstat.
 func (r *reader) readInto(rel string, whole bool, limit int) (int, error) {
 	dir, p := r.dirFor(rel)
-	fd, err := unix.Openat(dir, p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	dump := r.root != "/"
+	flags := unix.O_RDONLY | unix.O_CLOEXEC
+	if dump {
+		flags |= unix.O_NONBLOCK
+	}
+	fd, err := unix.Openat(dir, p, flags, 0)
 	for err == unix.EINTR {
-		fd, err = unix.Openat(dir, p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(dir, p, flags, 0)
 	}
 	if err != nil {
 		return 0, err
 	}
 	defer unix.Close(fd)
+	if dump {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return 0, err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return 0, ErrNotRegular
+		}
+		if st.Size > maxDumpFile {
+			return 0, ErrTooLarge
+		}
+	}
 	n := 0
 	for {
+		if dump && n > maxDumpFile {
+			return 0, ErrTooLarge
+		}
 		if n == len(r.buf) {
 			r.buf = append(r.buf, make([]byte, len(r.buf))...)
 		}

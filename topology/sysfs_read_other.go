@@ -17,7 +17,14 @@ func (*reader) openDirs()         {}
 
 // readInto reads rel into r.buf, growing it as needed, and returns the
 // number of bytes read, stopping once it has limit bytes when limit > 0.
+// A file that is not regular is refused before it is opened (a named pipe
+// would block), and a file beyond maxDumpFile is refused.
 func (r *reader) readInto(rel string, _ bool, limit int) (int, error) {
+	if fi, err := os.Stat(r.abs(rel)); err == nil && !fi.Mode().IsRegular() {
+		return 0, ErrNotRegular
+	} else if err == nil && fi.Size() > maxDumpFile {
+		return 0, ErrTooLarge
+	}
 	f, err := os.Open(r.abs(rel))
 	if err != nil {
 		return 0, err

@@ -79,6 +79,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if code, ok := checkRun(&f, flagsSet(fs), fs.Arg(0), stderr); !ok { // run_check.go
+		return code
+	}
 	bad := func(err error) int {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitUsage
