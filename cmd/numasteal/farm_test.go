@@ -19,6 +19,16 @@ func listening(t *testing.T) (up, down string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	go func() { // answers a probe as distccd does: reads it and hangs up
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 64))
+			c.Close()
+		}
+	}()
 	d, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

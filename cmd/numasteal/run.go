@@ -261,18 +261,11 @@ func loadWorkload(path, format string) (*buildgraph.Graph, error) {
 	return buildgraph.Parse(path, data, fm)
 }
 
-// writeTrace writes the trace to path.
+// writeTrace writes the trace to path, never through a link planted there
+// (TraceWriter.Save writes a new file and renames it over the path).
 func writeTrace(path string, trace *buildgraph.TraceWriter) error {
-	out, err := os.Create(path)
-	if err != nil {
+	if err := trace.Save(path); err != nil {
 		return fmt.Errorf("trace: %w", err)
-	}
-	if _, err := trace.WriteTo(out); err != nil {
-		out.Close()
-		return fmt.Errorf("trace %s: %w", path, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("trace %s: %w", path, err)
 	}
 	return nil
 }

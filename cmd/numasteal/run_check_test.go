@@ -153,21 +153,3 @@ func TestRunHistoryPlantedLink(t *testing.T) {
 		t.Errorf("history %v, %v; want a regular file in place of the link", fi, err)
 	}
 }
-
-// TestMain points XDG_STATE_HOME at a temporary directory, so that the
-// history key of "numasteal run" (buildgraph.HistoryKey) is not made in
-// the real home by any test of the package. A test binary run as a child
-// of a test (cliCommand) keeps its parent's.
-func TestMain(m *testing.M) {
-	if strings.HasPrefix(filepath.Base(os.Getenv("XDG_STATE_HOME")), "numasteal-state") {
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "numasteal-state")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_STATE_HOME", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
