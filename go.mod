@@ -9,6 +9,7 @@ require (
 	go.uber.org/zap v1.28.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 )
 
 require go.uber.org/multierr v1.10.0 // indirect
