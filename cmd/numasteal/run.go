@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +33,10 @@ flags:`
 type runFlags struct {
 	jobs      int
 	keepGoing bool
+	dryRun    bool
+	verbose   bool
+	quiet     bool
+	dir       string
 	policy    string
 	trace     string
 	history   string
@@ -42,6 +45,7 @@ type runFlags struct {
 	timeout   time.Duration
 	memMB     int
 	progress  string
+	metrics   string
 	jobserver jobserverFlags // run_jobserver.go
 	farm      farmFlags      // run_farm.go
 }
@@ -49,13 +53,17 @@ type runFlags struct {
 // runRun implements "numasteal run".
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := flag.NewFlagSet("numasteal run", flag.ContinueOnError)
+	fs := newFlagSet("numasteal run", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, runUsage)
 		fs.PrintDefaults()
 	}
-	fs.IntVar(&f.jobs, "j", -1, "running slots; default the usable CPUs; 0 admits every task at once and still runs one per CPU")
-	fs.BoolVar(&f.keepGoing, "k", false, "keep going after a failure (only its dependents are skipped)")
+	fs.IntVarP(&f.jobs, "jobs", "j", -1, "running `slots`; default the usable CPUs; 0 admits every task at once and still runs one per CPU")
+	fs.BoolVarP(&f.keepGoing, "keep-going", "k", false, "keep going after a failure (only its dependents are skipped)")
+	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "print the commands in the order they would start, and run none")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each command as it starts")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print the output of failed tasks only (at the end), not that of each task as it ends")
+	fs.StringVarP(&f.dir, "directory", "C", "", "change to `DIR` before doing anything, as make -C does")
 	fs.StringVar(&f.policy, "policy", balance.Names()[0], "stealing and placement policy: "+strings.Join(balance.Names(), ", "))
 	fs.StringVar(&f.trace, "trace", "", "write a Chrome trace (Perfetto) of the run to this `file`")
 	fs.StringVar(&f.history, "history", ".numasteal_history", "durations of earlier runs, read and updated (\"\" for none)")
@@ -64,15 +72,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.timeout, "timeout", 0, "kill a task that runs longer than this (0: no limit)")
 	fs.IntVar(&f.memMB, "mem", 0, "most memory (MB) the running tasks may declare together (0: no limit)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress display: auto (a live line on a terminal), lines, none")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics during the run (host:port; :0 picks a port)")
 	f.jobserver.define(fs)
 	f.farm.define(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "numasteal run: want exactly one FILE")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, stderr, errors.New("want exactly one FILE"))
+	}
+	if f.dir != "" {
+		if err := os.Chdir(f.dir); err != nil {
+			fmt.Fprintf(stderr, "numasteal run: -C: %v\n", err)
+			return exitFail
+		}
 	}
 	bad := func(err error) int {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
