@@ -125,6 +125,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if f.dryRun {
+		if err := dryRun(stdout, g, f, hist); err != nil { // run_dryrun.go
+			return bad(err)
+		}
+		return exitOK
+	}
+
 	rt, err := runtime.New(runtime.Config{Policy: policy})
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
@@ -150,7 +157,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.trace != "" {
 		trace = buildgraph.NewTraceWriter(start, "numasteal run "+fs.Arg(0))
 	}
-	disp := newProgressDisplay(stdout, f.progress)
+	disp := newProgressDisplay(stdout, f.progress, f.quiet, f.verbose) // run_progress.go
 	rep, err := buildrun.Run(ctx, rt, g, buildrun.Options{
 		Slots:         f.jobs,
 		MemMB:         f.memMB,
@@ -162,6 +169,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Jobserver:     js,
 		Progress:      disp.update,
 		ProgressEvery: disp.every(),
+		Started:       disp.started,
 		Farm:          rf.options(),
 	})
 	if err != nil {
