@@ -138,6 +138,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer rt.Close()
+	ms, err := serveMetrics(f.metrics, rt, stderr) // run_metrics.go; nil without --metrics
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitFail
+	}
+	defer ms.close()
 	if f.jobs < 0 {
 		f.jobs = rt.Workers()
 	}
@@ -170,6 +176,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Progress:      disp.update,
 		ProgressEvery: disp.every(),
 		Started:       disp.started,
+		Runner:        ms.watch,
 		Farm:          rf.options(),
 	})
 	if err != nil {
