@@ -3,8 +3,10 @@ package bench
 import (
 	"bytes"
 	"compress/gzip"
+	"runtime/pprof"
 	"strings"
 	"testing"
+	"time"
 )
 
 // pb is a tiny protobuf writer for synthetic pprof profiles.
@@ -29,8 +31,9 @@ func (p *pb) bytes(field int, b []byte) {
 // a stack of the function under "main".
 func syntheticProfile(samples map[string]int64, order []string) []byte {
 	var prof pb
-	strs := []string{"", "samples", "count", "main"}
-	prof.bytes(1, func() []byte { var v pb; v.uint(1, 1); v.uint(2, 2); return v.b }()) // sample_type
+	strs := []string{"", "samples", "count", "main", "cpu", "nanoseconds"}
+	prof.bytes(1, func() []byte { var v pb; v.uint(1, 1); v.uint(2, 2); return v.b }()) // sample_type: samples/count
+	prof.bytes(1, func() []byte { var v pb; v.uint(1, 4); v.uint(2, 5); return v.b }()) // and cpu/nanoseconds
 	for i, name := range append([]string{"main"}, order...) {
 		id := uint64(i + 1)
 		si := uint64(3)
@@ -133,4 +136,35 @@ func TestParsePprofBad(t *testing.T) {
 			t.Errorf("%s: err = %v, want one naming bad.pprof", tc.name, err)
 		}
 	}
+}
+
+// A CPU profile as runtime/pprof writes it parses, and its samples are
+// counted by function name.
+func TestParsePprofRuntimeProfile(t *testing.T) {
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		t.Skipf("CPU profiling unavailable: %v", err)
+	}
+	n := 0
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		for i := range 1000 {
+			n ^= i
+		}
+	}
+	pprof.StopCPUProfile()
+	p, err := ParsePprof("cpu.pprof", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for name, v := range p.Samples {
+		if name == "" {
+			t.Errorf("%d samples under an empty name", v)
+		}
+		sum += v
+	}
+	if sum != p.Total {
+		t.Errorf("samples sum to %d, Total %d", sum, p.Total)
+	}
+	t.Logf("%d samples, %d functions (n=%d)", p.Total, len(p.Samples), n)
 }

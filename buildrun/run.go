@@ -52,6 +52,15 @@ type Options struct {
 	// ProgressEvery, when positive, is how often Progress is called while
 	// nothing ends.
 	ProgressEvery time.Duration
+	// Started, when not nil, is called with each task as it is passed to
+	// the process runner (or the farm), in that order; never concurrently
+	// with itself or with Progress. Under Slots 0 the runner may still
+	// queue it for a free slot.
+	Started func(*buildgraph.Task)
+	// Runner, when not nil, is called with the process runner once Run has
+	// made it, before any task starts, so the caller can watch it (its
+	// slots in use, for metrics). The runner is closed when Run returns.
+	Runner func(*proc.Runner)
 	// Environ is the environment tasks start from; nil means os.Environ().
 	Environ []string
 	// Jobserver, when not nil, is the GNU make jobserver of the run: each
@@ -183,6 +192,9 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	if err != nil {
 		return nil, fmt.Errorf("buildrun: %w", err)
 	}
+	if opts.Runner != nil {
+		opts.Runner(runner)
+	}
 	environ := opts.Environ
 	if environ == nil {
 		environ = os.Environ()
@@ -288,6 +300,11 @@ func (b *build) admit(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGrou
 // launch starts t on the runner (or the farm) in a goroutine counted in
 // wg, which reports it and then passes on the next queued task.
 func (b *build) launch(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGroup) {
+	if b.opts.Started != nil {
+		b.mu.Lock()
+		b.opts.Started(t)
+		b.mu.Unlock()
+	}
 	cmd := command(t, b.environ, b.opts.Timeout)
 	if b.farm != nil && b.farm.try(ctx, b, t, cmd, wg) {
 		return

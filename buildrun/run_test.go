@@ -398,3 +398,43 @@ func TestRunReleasesOutput(t *testing.T) {
 	}
 	requireNoChildren(t)
 }
+
+// Started sees each task once, before Progress reports its end; Runner
+// sees the runner before any task starts.
+func TestStartedAndRunnerCallbacks(t *testing.T) {
+	rt := newRuntime(t)
+	g := parse(t, `{"tasks": [{"id": "a", "cmd": ["true"]}, {"id": "b", "cmd": ["true"], "deps": ["a"]}, {"id": "c", "cmd": ["true"]}]}`)
+	var events []string
+	var runner *proc.Runner
+	rep, err := Run(context.Background(), rt, g, opts(Options{
+		Slots:   2,
+		Runner:  func(r *proc.Runner) { runner = r; events = append(events, "runner") },
+		Started: func(t *buildgraph.Task) { events = append(events, "start "+t.ID) },
+		Progress: func(s Status) {
+			if s.Last != nil {
+				events = append(events, "end "+s.Last.Task.ID)
+			}
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	if runner == nil || len(events) != 7 || events[0] != "runner" {
+		t.Fatalf("events %q", events)
+	}
+	seen := map[string]int{}
+	for i, e := range events[1:] {
+		seen[e] = i
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		s, ok1 := seen["start "+id]
+		e, ok2 := seen["end "+id]
+		if !ok1 || !ok2 || s > e {
+			t.Errorf("task %s: start at %d, end at %d (%q)", id, s, e, events)
+		}
+	}
+	if seen["start b"] < seen["end a"] {
+		t.Errorf("b started before a ended: %q", events)
+	}
+}

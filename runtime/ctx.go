@@ -43,7 +43,11 @@ func (c *Ctx) Node() int { return c.w.node }
 // group's, and a failure or cancellation there drops its unstarted tasks
 // too.
 func (c *Ctx) Group() *Group {
-	return &Group{rt: c.w.rt, up: c.t.group, ofTask: true}
+	g := &Group{rt: c.w.rt, up: c.t.group, ofTask: true}
+	if up := c.t.group; up != nil {
+		g.labels = up.labels // a named root names its subtree (labels.go)
+	}
+	return g
 }
 
 // Go runs fn as a task of g, pushed onto this worker's deque (work-first:

@@ -25,6 +25,10 @@ type Group struct {
 	parent context.Context // cancellation source for a Runtime.Group; nil for a task's group
 	up     *Group          // the group of the task that made this one (Ctx.Group)
 	ofTask bool            // made by Ctx.Group: Go, Spawn and Wait panic
+	// stopped: the first failure happened: drop unstarted tasks. Here,
+	// beside ofTask, to share its padding (a Group stays 176 bytes).
+	stopped atomic.Bool
+	labels  *groupLabels // set by SetName (labels.go); nil: unnamed
 
 	// pending counts tasks submitted and not yet finished.
 	pending atomic.Int64
@@ -35,8 +39,7 @@ type Group struct {
 	// it listed and unparks it.
 	waiters []*worker // guarded by mu
 
-	stopped atomic.Bool // the first failure happened: drop unstarted tasks
-	counts  [numOutcomes]atomic.Int64
+	counts [numOutcomes]atomic.Int64
 
 	mu     sync.Mutex
 	err    error                   // first failure; guarded by mu

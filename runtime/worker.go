@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
@@ -40,6 +41,9 @@ type worker struct {
 	cnt       counters // plain counters, folded into tot
 	sinceFold int
 	depth     int // nesting of helping Waits on this goroutine's stack
+	// labels is the pprof label context the goroutine runs under: the
+	// running task's named group's (labels.go), nil for none.
+	labels context.Context
 
 	// The coarse clock and periodic balancing (periodic.go).
 	now        int64 // ns since the runtime started, as of the last clock read
@@ -207,7 +211,14 @@ func (w *worker) execute(t *Task) {
 	}
 	w.busy.Store(true)
 	w.maybeBalanceBusy()
+	lc, prev := t.labelCtx(), w.labels
+	if lc != prev {
+		w.setLabels(lc) // a named group's task, or an unnamed one nested in it
+	}
 	o, err := t.run(w)
+	if lc != prev {
+		w.setLabels(prev)
+	}
 	w.busy.Store(w.depth > 0)
 	w.cnt.run++
 	rt.finish(w, t, o, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -10,11 +9,11 @@ import (
 )
 
 func runBenchCounters(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal bench counters", flag.ContinueOnError)
+	fs := newFlagSet("numasteal bench counters", stderr)
 	iters := fs.Int("iters", 50_000_000, "increments per measurement and thread")
 	reps := fs.Int("reps", 5, "alternating rounds; medians are reported")
 	asJSON := fs.Bool("json", false, `print {"rows": [{"name", "ns_per_op", "threads"}]}`)
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

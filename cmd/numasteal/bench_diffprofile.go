@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,15 +11,15 @@ import (
 )
 
 func runBenchDiffProfile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal bench diffprofile", flag.ContinueOnError)
-	a := fs.String("a", "local", "policy of configuration A (hierarchical, flat, local)")
-	b := fs.String("b", "hierarchical", "policy of configuration B")
-	n := fs.Int("n", 30, "profile fib(`N`) with a task per call")
+	fs := newFlagSet("numasteal bench diffprofile", stderr)
+	a := fs.StringP("a", "a", "local", "policy of configuration A (hierarchical, flat, local)")
+	b := fs.StringP("b", "b", "hierarchical", "policy of configuration B")
+	n := fs.IntP("n", "n", 30, "profile fib(`N`) with a task per call")
 	rounds := fs.Int("rounds", 30, "fib runs profiled per configuration")
 	top := fs.Int("top", 15, "gains and losses shown (0: all)")
-	out := fs.String("o", "", "also write the two pprof profiles into this directory (a.pprof, b.pprof)")
+	out := fs.StringP("out", "o", "", "also write the two pprof profiles into this directory (a.pprof, b.pprof)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -10,11 +9,11 @@ import (
 )
 
 func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal bench forkjoin", flag.ContinueOnError)
-	n := fs.Int("n", 30, "compute fib(`N`)")
+	fs := newFlagSet("numasteal bench forkjoin", stderr)
+	n := fs.IntP("n", "n", 30, "compute fib(`N`)")
 	reps := fs.Int("reps", 7, "alternating rounds; medians are reported")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,7 @@ import (
 )
 
 func runBenchKernbench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal bench kernbench", flag.ContinueOnError)
+	fs := newFlagSet("numasteal bench kernbench", stderr)
 	corpus := fs.String("corpus", "cgen", "the build: cgen (generated C project), cgen:SEED or debian:SRCPKG")
 	quick := fs.Bool("quick", false, "a small generated corpus (1-2 minutes on 2 CPUs)")
 	files := fs.Int("files", 0, "translation units of the generated corpus (0: 496, or 16 with --quick)")
@@ -24,7 +23,7 @@ func runBenchKernbench(ctx context.Context, args []string, stdout, stderr io.Wri
 	work := fs.String("dir", "", "work directory (default: a temporary one, removed after)")
 	svg := fs.String("svg", "", "write the timeline of the last numasteal max run to this SVG file")
 	nsBin := fs.String("numasteal", "", "the numasteal binary measured (default: this one)")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,13 +14,13 @@ import (
 // own cost per task and memory per task, for growing graphs of three
 // shapes, with no process run.
 func runBenchScale(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal bench scale", flag.ContinueOnError)
-	ns := fs.String("n", "1000,10000,100000,1000000", "comma-separated task counts")
+	fs := newFlagSet("numasteal bench scale", stderr)
+	ns := fs.StringP("n", "n", "1000,10000,100000,1000000", "comma-separated task counts")
 	shapes := fs.String("shapes", strings.Join(bench.ScaleShapes, ","), "comma-separated graph shapes: "+strings.Join(bench.ScaleShapes, ", "))
 	reps := fs.Int("reps", 5, "alternating rounds; medians are reported")
 	noProgress := fs.Bool("no-progress", false, "do not read Progress after each completion")
 	asJSON := fs.Bool("json", false, `print {"rows": [{"shape", "n", "ns_per_task", ...}]}`)
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

@@ -9,7 +9,7 @@ import (
 
 func TestBenchScaleJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"bench", "scale", "-n", "50,200", "-reps", "1", "-q", "-json"}, &out, &errb)
+	code := dispatch(context.Background(), []string{"bench", "scale", "-n", "50,200", "--reps", "1", "-q", "--json"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,15 +13,15 @@ import (
 )
 
 func runBenchSDET(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal bench sdet", flag.ContinueOnError)
-	ns := fs.String("n", "1,2,4,8,16,32,64,128", "comma-separated numbers of concurrent scripts")
+	fs := newFlagSet("numasteal bench sdet", stderr)
+	ns := fs.StringP("n", "n", "1,2,4,8,16,32,64,128", "comma-separated numbers of concurrent scripts")
 	dur := fs.Duration("time", 2*time.Second, "how long each contender runs at each N, per repetition")
 	reps := fs.Int("reps", 3, "repetitions (mean and std dev over them)")
 	slots := fs.Int("slots", 0, "numasteal's process slots: 0 one per worker, -1 one per script")
 	quick := fs.Bool("quick", false, "N up to 32, 1 s per point, 2 repetitions")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	svg := fs.String("svg", "", "write throughput against N to this SVG file")
-	quiet := fs.Bool("q", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

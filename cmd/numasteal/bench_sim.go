@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -13,8 +11,7 @@ import (
 )
 
 func runBenchSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal bench sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("numasteal bench sim", stderr)
 	root := fs.String("root", "", "simulate the machine of the sysfs dump under `DIR` (required)")
 	workload := fs.String("workload", "kernbench", "workload: kernbench, forkjoin or sdet")
 	policy := fs.String("policy", "", "simulate only this policy (hierarchical, flat, local); default all three")
@@ -24,11 +21,8 @@ func runBenchSim(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	stealLocal := fs.Int("steal-local", 0, "hierarchical: tasks per steal inside the LLC (0 = default)")
 	intervalUnit := fs.Duration("interval-unit", 0, "hierarchical: what one Linux balance-interval millisecond becomes (0 = default)")
 	farmHosts := fs.String("farm-hosts", "", "simulate the compile-farm level instead: kernbench on farms of these many 16-CPU `hosts` (e.g. 1,2,4,8,16,64); no --root needed")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	if *farmHosts != "" && fs.NArg() == 0 {
 		return runBenchSimFarm(ctx, *farmHosts, *seed, *asJSON, stdout, stderr) // bench_sim_farm.go

@@ -10,7 +10,7 @@ import (
 
 func TestBenchForkJoinJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"bench", "forkjoin", "-n", "12", "-reps", "1", "-q", "-json"}, &out, &errb)
+	code := dispatch(context.Background(), []string{"bench", "forkjoin", "-n", "12", "--reps", "1", "-q", "--json"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
 	}
@@ -31,7 +31,7 @@ func TestBenchForkJoinJSON(t *testing.T) {
 
 func TestBenchCountersJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"bench", "counters", "-iters", "1000", "-reps", "1", "-q", "-json"}, &out, &errb)
+	code := dispatch(context.Background(), []string{"bench", "counters", "--iters", "1000", "--reps", "1", "-q", "--json"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
 	}

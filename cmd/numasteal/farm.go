@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +45,7 @@ type farmStatusJSON struct {
 // placement score it starts a run with. Exit status 1 when no host
 // answers.
 func runFarmStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal farm status", flag.ContinueOnError)
+	fs := newFlagSet("numasteal farm status", stderr)
 	hosts := fs.String("farm", "env", "distcc `HOSTS` (\"host[:port]/N ...\"), a hosts file, or env for $DISTCC_HOSTS")
 	timeout := fs.Duration("timeout", probeTimeout, "connect timeout per host")
 	asJSON := fs.Bool("json", false, "print a JSON array")

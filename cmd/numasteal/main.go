@@ -43,6 +43,7 @@ var commands = [...]command{
 	{"run", "run a workload of commands or a build graph as placed processes", runRun},
 	{"farm", "the compile farm of numasteal run --farm: farm status probes its hosts", runFarmCmd},
 	{"bench", "run an experiment: forkjoin, counters (see numasteal bench help)", runBench},
+	{"version", "print the module version and VCS revision (also --version)", runVersion},
 }
 
 func main() {
@@ -65,6 +66,9 @@ func cli(args []string, stdout, stderr io.Writer) int {
 // dispatch runs the command args[0] names with the rest of args and returns
 // the exit code.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "--version" {
+		return runVersion(ctx, args[1:], stdout, stderr)
+	}
 	return dispatchIn(ctx, "numasteal", commands[:], usage, args, stdout, stderr)
 }
 

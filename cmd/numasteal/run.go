@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +36,10 @@ flags:`
 type runFlags struct {
 	jobs      int
 	keepGoing bool
+	dryRun    bool
+	verbose   bool
+	quiet     bool
+	dir       string
 	policy    string
 	trace     string
 	history   string
@@ -46,6 +49,7 @@ type runFlags struct {
 	grace     time.Duration
 	memMB     int
 	progress  string
+	metrics   string
 	jobserver jobserverFlags // run_jobserver.go
 	farm      farmFlags      // run_farm.go
 }
@@ -53,13 +57,17 @@ type runFlags struct {
 // runRun implements "numasteal run".
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := flag.NewFlagSet("numasteal run", flag.ContinueOnError)
+	fs := newFlagSet("numasteal run", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, runUsage)
 		fs.PrintDefaults()
 	}
-	fs.IntVar(&f.jobs, "j", -1, "running slots; default the usable CPUs; 0 admits every task at once and still runs one per CPU")
-	fs.BoolVar(&f.keepGoing, "k", false, "keep going after a failure (only its dependents are skipped)")
+	fs.IntVarP(&f.jobs, "jobs", "j", -1, "running `slots`; default the usable CPUs; 0 admits every task at once and still runs one per CPU")
+	fs.BoolVarP(&f.keepGoing, "keep-going", "k", false, "keep going after a failure (only its dependents are skipped)")
+	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "print the commands in the order they would start, and run none")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each command as it starts")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print the output of failed tasks only (at the end), not that of each task as it ends")
+	fs.StringVarP(&f.dir, "directory", "C", "", "change to `DIR` before doing anything, as make -C does")
 	fs.StringVar(&f.policy, "policy", balance.Names()[0], "stealing and placement policy: "+strings.Join(balance.Names(), ", "))
 	fs.StringVar(&f.trace, "trace", "", "write a Chrome trace (Perfetto) of the run to this `file`")
 	fs.StringVar(&f.history, "history", ".numasteal_history", "durations of earlier runs, read and updated (\"\" for none)")
@@ -69,15 +77,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.grace, "grace", 2*time.Second, "how long an ended task has between SIGTERM and SIGKILL (a second interrupt kills at once)")
 	fs.IntVar(&f.memMB, "mem", 0, "most memory (MB) the running tasks may declare together (0: no limit)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress display: auto (a live line on a terminal), lines, none")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics during the run (host:port; :0 picks a port)")
 	f.jobserver.define(fs)
 	f.farm.define(fs)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "numasteal run: want exactly one FILE")
-		fs.Usage()
-		return exitUsage
+		return usageError(fs, stderr, errors.New("want exactly one FILE"))
+	}
+	if f.dir != "" {
+		if err := os.Chdir(f.dir); err != nil {
+			fmt.Fprintf(stderr, "numasteal run: -C: %v\n", err)
+			return exitFail
+		}
 	}
 	if code, ok := checkRun(&f, flagsSet(fs), fs.Arg(0), stderr); !ok { // run_check.go
 		return code
@@ -120,12 +133,25 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if f.dryRun {
+		if err := dryRun(stdout, g, f, hist); err != nil { // run_dryrun.go
+			return bad(err)
+		}
+		return exitOK
+	}
+
 	rt, err := runtime.New(runtime.Config{Policy: policy})
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitFail
 	}
 	defer rt.Close()
+	ms, err := serveMetrics(f.metrics, rt, stderr) // run_metrics.go; nil without --metrics
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
+		return exitFail
+	}
+	defer ms.close()
 	if f.jobs < 0 {
 		f.jobs = rt.Workers()
 	}
@@ -167,7 +193,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.trace != "" {
 		trace = buildgraph.NewTraceWriter(start, "numasteal run "+fs.Arg(0))
 	}
-	disp := newProgressDisplay(stdout, f.progress)
+	disp := newProgressDisplay(stdout, f.progress, f.quiet, f.verbose) // run_progress.go
 	rep, err := buildrun.Run(ctx, rt, g, buildrun.Options{
 		Slots:         f.jobs,
 		MemMB:         f.memMB,
@@ -179,6 +205,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Jobserver:     js,
 		Progress:      disp.update,
 		ProgressEvery: disp.every(),
+		Started:       disp.started,
+		Runner:        ms.watch,
 		Farm:          rf.options(),
 	})
 	if err != nil {

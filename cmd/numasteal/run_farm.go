@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/numasteal/numasteal/buildrun"
 	"github.com/numasteal/numasteal/farm"
@@ -20,7 +21,7 @@ type farmFlags struct {
 }
 
 // define adds the flags to fs.
-func (f *farmFlags) define(fs *flag.FlagSet) {
+func (f *farmFlags) define(fs *pflag.FlagSet) {
 	fs.StringVar(&f.hosts, "farm", "", "compile farm: distcc `HOSTS` (\"host[:port]/N ...\"), a hosts file, or env for $DISTCC_HOSTS; compiles go there while the local slots are busy")
 	fs.StringVar(&f.distcc, "distcc", "distcc", "the distcc client `program` remote compiles run through (with --farm)")
 }

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
 
 	"github.com/numasteal/numasteal/jobserver"
 )
@@ -21,7 +22,7 @@ type jobserverFlags struct {
 }
 
 // define adds the jobserver flags to fs.
-func (jf *jobserverFlags) define(fs *flag.FlagSet) {
+func (jf *jobserverFlags) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&jf.serve, "jobserver", false, "serve a GNU make jobserver of -j slots to the tasks' children (MAKEFLAGS), shared with numasteal's own tasks; under a make jobserver numasteal joins that one instead")
 	fs.StringVar(&jf.style, "jobserver-style", "pipe", "jobserver form with --jobserver: pipe (every make) or fifo (make ≥ 4.4, numasteal)")
 }

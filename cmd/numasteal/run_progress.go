@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"time"
@@ -11,17 +12,24 @@ import (
 
 // progressDisplay shows a run's progress: on a terminal one status line
 // redrawn in place (done, running, failed, ETA), with a line printed above
-// it for each failure; otherwise one plain line per finished task.
+// it for each failure; otherwise one plain line per finished task. Unless
+// quiet, a task that succeeded and printed something gets its status line
+// and then its output (run_output.go) in either mode, and with progress
+// off its output alone. With verbose, each command is printed as it
+// starts.
 type progressDisplay struct {
-	w    io.Writer
-	live bool // redraw a status line
-	off  bool
-	drew bool // a status line is on the screen
+	w       io.Writer
+	live    bool // redraw a status line
+	off     bool
+	quiet   bool // no output of succeeded tasks
+	verbose bool // print each command as it starts
+	drew    bool // a status line is on the screen
+	buf     bytes.Buffer
 }
 
 // newProgressDisplay picks the display for mode ("auto", "lines", "none").
-func newProgressDisplay(w io.Writer, mode string) *progressDisplay {
-	d := &progressDisplay{w: w, off: mode == "none"}
+func newProgressDisplay(w io.Writer, mode string, quiet, verbose bool) *progressDisplay {
+	d := &progressDisplay{w: w, off: mode == "none", quiet: quiet, verbose: verbose}
 	if mode == "auto" {
 		d.live = isTerminal(w)
 	}
@@ -36,31 +44,75 @@ func (d *progressDisplay) every() time.Duration {
 	return 0
 }
 
-// update is the buildrun.Options.Progress callback; calls never overlap.
+// update is the buildrun.Options.Progress callback; calls never overlap
+// (with each other or with started). Each call writes once, so the lines
+// and output of one task are never split by another's.
 func (d *progressDisplay) update(s buildrun.Status) {
-	if d.off {
-		return
+	d.buf.Reset()
+	var output bool // the task's output follows its status line
+	if tr := s.Last; tr != nil && !d.quiet && tr.Outcome == buildgraph.Succeeded && tr.Proc != nil {
+		output = tr.Proc.Stdout.Len() > 0 || tr.Proc.Stderr.Len() > 0
 	}
-	if !d.live {
-		if s.Last != nil {
-			fmt.Fprintln(d.w, taskLine(s))
+	switch {
+	case d.off:
+		if output {
+			appendOutput(&d.buf, s.Last.Proc)
 		}
+	case !d.live:
+		if s.Last != nil {
+			fmt.Fprintln(&d.buf, taskLine(s))
+			if output {
+				appendOutput(&d.buf, s.Last.Proc)
+			}
+		}
+	default:
+		if s.Last != nil && (s.Last.Outcome == buildgraph.Failed || output) {
+			d.clearTo(&d.buf)
+			fmt.Fprintln(&d.buf, taskLine(s))
+			if output {
+				appendOutput(&d.buf, s.Last.Proc)
+			}
+		}
+		fmt.Fprintf(&d.buf, "\r\033[K%s", statusLine(s))
+		d.drew = true
+	}
+	d.flush()
+}
+
+// started is the buildrun.Options.Started callback: with verbose, the
+// command line of each task as it starts, in a line of its own.
+func (d *progressDisplay) started(t *buildgraph.Task) {
+	if !d.verbose {
 		return
 	}
-	if s.Last != nil && s.Last.Outcome == buildgraph.Failed {
-		d.clear()
-		fmt.Fprintln(d.w, taskLine(s))
+	d.buf.Reset()
+	d.clearTo(&d.buf)
+	if t.Cwd != "" {
+		fmt.Fprintf(&d.buf, "cd %s && ", buildgraph.QuoteWords([]string{t.Cwd}))
 	}
-	fmt.Fprintf(d.w, "\r\033[K%s", statusLine(s))
-	d.drew = true
+	fmt.Fprintln(&d.buf, t.CommandLine())
+	d.flush()
+}
+
+func (d *progressDisplay) flush() {
+	if d.buf.Len() > 0 {
+		d.w.Write(d.buf.Bytes())
+	}
 }
 
 // finish ends the live line so what follows starts on a fresh one.
 func (d *progressDisplay) finish() { d.clear() }
 
 func (d *progressDisplay) clear() {
+	d.buf.Reset()
+	d.clearTo(&d.buf)
+	d.flush()
+}
+
+// clearTo appends what erases the live line, if one is drawn, to buf.
+func (d *progressDisplay) clearTo(buf *bytes.Buffer) {
 	if d.drew {
-		fmt.Fprint(d.w, "\r\033[K")
+		buf.WriteString("\r\033[K")
 		d.drew = false
 	}
 }

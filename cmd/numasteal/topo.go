@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -18,8 +16,7 @@ import (
 // --hardware, then with --domains the domain levels) or, with --json, as
 // the JSON document of topo_json.go.
 func runTopo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numasteal topo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("numasteal topo", stderr)
 	root := fs.String("root", "", "read `DIR`/sys and DIR/proc (a sysfs dump) instead of the live machine")
 	showDomains := fs.Bool("domains", false, "also print the scheduling-domain levels and their parameters")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of text")
@@ -31,11 +28,8 @@ func runTopo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(fs.Output())
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "numasteal topo: unexpected argument %q\n", fs.Arg(0))

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	goruntime "runtime"
+
+	"github.com/numasteal/numasteal/buildgraph"
+)
+
+// dryRun implements "numasteal run -n": it prints the command of every task
+// in the order the run would start them, and runs none. The order is the
+// scheduler's own (buildgraph.Scheduler: critical-path priority, the
+// slots, memory and pool limits), with no process behind it: the tasks
+// handed out are taken to end in the order they started, each as soon as
+// nothing more can start. A task whose Cwd is set is printed as
+// "cd DIR && COMMAND", so the output is a shell script of the build.
+func dryRun(w io.Writer, g *buildgraph.Graph, f runFlags, hist *buildgraph.History) error {
+	slots := f.jobs
+	if slots < 0 {
+		slots = goruntime.NumCPU() // what the runtime's workers would be
+	}
+	sched, err := buildgraph.NewScheduler(g, buildgraph.Limits{Slots: slots, MemMB: f.memMB, KeepGoing: f.keepGoing}, hist)
+	if err != nil {
+		return err
+	}
+	var running []*buildgraph.Task // FIFO
+	for !sched.Finished() {
+		t, ok := sched.Next()
+		if ok {
+			running = append(running, t)
+			if t.Cwd != "" {
+				fmt.Fprintf(w, "cd %s && ", buildgraph.QuoteWords([]string{t.Cwd}))
+			}
+			if _, err := fmt.Fprintln(w, t.CommandLine()); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(running) == 0 {
+			return fmt.Errorf("dry run: the schedule is stuck with nothing running") // NewScheduler rules this out
+		}
+		sched.Complete(running[0], buildgraph.Succeeded)
+		running[0] = nil
+		running = running[1:]
+	}
+	return nil
+}

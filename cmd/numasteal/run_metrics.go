@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/numasteal/numasteal/metrics"
+	"github.com/numasteal/numasteal/proc"
+	"github.com/numasteal/numasteal/runtime"
+)
+
+// metricsServer serves /metrics during a "numasteal run --metrics ADDR":
+// the runtime's counters and the process runner's slots (package metrics),
+// with client_golang's Go and process collectors. A nil *metricsServer
+// (no --metrics) does nothing.
+type metricsServer struct {
+	reg  *prometheus.Registry
+	srv  *http.Server
+	done chan struct{}
+}
+
+// serveMetrics listens on addr and serves rt's metrics there until close;
+// it prints the address on stderr (useful with port 0). An empty addr
+// returns nil.
+func serveMetrics(addr string, rt *runtime.Runtime, stderr io.Writer) (*metricsServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	m := &metricsServer{reg: prometheus.NewRegistry(), done: make(chan struct{})}
+	m.reg.MustRegister(
+		metrics.NewRuntimeCollector(rt),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(m.done)
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "numasteal run: --metrics: %v\n", err)
+		}
+	}()
+	fmt.Fprintf(stderr, "numasteal run: metrics at http://%s/metrics\n", ln.Addr())
+	return m, nil
+}
+
+// watch is the buildrun.Options.Runner callback: the run's process runner
+// joins the metrics.
+func (m *metricsServer) watch(r *proc.Runner) {
+	if m != nil {
+		m.reg.MustRegister(metrics.NewRunnerCollector(r))
+	}
+}
+
+// close stops serving, letting a scrape under way finish for a moment.
+func (m *metricsServer) close() {
+	if m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if m.srv.Shutdown(ctx) != nil {
+		m.srv.Close()
+	}
+	<-m.done
+}

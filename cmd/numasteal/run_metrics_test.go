@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer safe to write from the run and read from
+// the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// scrape returns the samples of the exposition at url, by series.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+				m[line[:i]] = v
+			}
+		}
+	}
+	return m
+}
+
+// --metrics serves the runtime's counters and the runner's slots during
+// the run, and the counters grow as tasks run.
+func TestRunServesMetrics(t *testing.T) {
+	dir := t.TempDir()
+	cmds := writeFile(t, dir, "c.txt", strings.Repeat("sleep 0.05\n", 40))
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- dispatch(context.Background(), []string{"run", "--history=", "-j1", "--progress=none", "--metrics", "127.0.0.1:0", cmds}, &stdout, &stderr)
+	}()
+	addr := regexp.MustCompile(`metrics at (http://\S+/metrics)`)
+	var url string
+	for deadline := time.Now().Add(20 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		t.Fatalf("no metrics address on stderr: %q", stderr.String())
+	}
+	first := scrape(t, url)
+	var second map[string]float64
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		second = scrape(t, url)
+		if second["numasteal_tasks_run_total"] > first["numasteal_tasks_run_total"] {
+			break
+		}
+	}
+	for _, name := range []string{"numasteal_tasks_run_total", "numasteal_tasks_injected_total", "numasteal_workers", "numasteal_process_slots"} {
+		if _, ok := second[name]; !ok {
+			t.Errorf("%s not served", name)
+		}
+	}
+	if second["numasteal_process_slots"] != 1 {
+		t.Errorf("process_slots = %v, want 1 (-j1)", second["numasteal_process_slots"])
+	}
+	if a, b := first["numasteal_tasks_run_total"], second["numasteal_tasks_run_total"]; !(b > a) {
+		t.Errorf("tasks_run_total did not grow during the run: %v then %v", a, b)
+	}
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Errorf("metrics still served after the run")
+	}
+}

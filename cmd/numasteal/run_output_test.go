@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The output of each task that succeeded appears once, whole, right after
+// its status line, so in the order the tasks ended; --quiet shows none.
+func TestRunPrintsOutputOfSucceededTasks(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for i := range 6 {
+		// Ten lines each, written one at a time with pauses, while the
+		// other tasks write theirs: they must not mix.
+		lines = append(lines, fmt.Sprintf("for n in 0 1 2 3 4 5 6 7 8 9; do echo task%d-$n; sleep 0.0%d; done", i, i%3))
+	}
+	lines = append(lines, "true") // prints nothing: no block
+	cmds := writeFile(t, dir, "c.txt", strings.Join(lines, "\n")+"\n")
+	code, out, errOut := runCmd(t, dir, "-j3", "--progress=lines", cmds)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	status := regexp.MustCompile(`^\[(\d+)/7\] ok line (\d+) `)
+	got := strings.Split(out, "\n")
+	var order []int
+	for i := 0; i < len(got); i++ {
+		m := status.FindStringSubmatch(got[i])
+		if m == nil {
+			continue
+		}
+		var line int
+		fmt.Sscan(m[2], &line)
+		order = append(order, line)
+		if line == 7 {
+			continue
+		}
+		for n := range 10 {
+			want := fmt.Sprintf("task%d-%d", line-1, n)
+			if i+1+n >= len(got) || got[i+1+n] != want {
+				t.Fatalf("after %q, line %d is not %q:\n%s", got[i], n+1, want, out)
+			}
+		}
+	}
+	if len(order) != 7 {
+		t.Fatalf("%d status lines, want 7:\n%s", len(order), out)
+	}
+	for i := range 6 {
+		if c := strings.Count(out, fmt.Sprintf("task%d-", i)); c != 10 {
+			t.Errorf("task%d: %d lines of output, want 10 (once each)", i, c)
+		}
+	}
+
+	code, out, _ = runCmd(t, dir, "-j3", "--progress=lines", "--quiet", cmds)
+	if code != exitOK || strings.Contains(out, "task0-") {
+		t.Errorf("--quiet: exit %d, output shown:\n%s", code, out)
+	}
+}
+
+// A stream larger than the capture limit is printed up to the limit, with
+// a note of how much was cut and the file that keeps the whole stream.
+func TestRunOutputPastTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the spill files go
+	size := outputLimit + 1000
+	cmds := writeFile(t, dir, "c.txt", fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; echo small >&2\n", size))
+	code, out, errOut := runCmd(t, dir, "--progress=none", cmds)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	m := regexp.MustCompile(`\(numasteal: (\d+) more bytes of stdout cut after (\d+); the whole stream is in (\S+)\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no cut note:\n%.300s", out)
+	}
+	if want := fmt.Sprint(size - outputLimit); m[1] != want || m[2] != fmt.Sprint(outputLimit) {
+		t.Errorf("cut %s after %s, want %s after %d", m[1], m[2], want, outputLimit)
+	}
+	if !strings.Contains(out, strings.Repeat("x", outputLimit)+"\n(numasteal:") || strings.Contains(out, strings.Repeat("x", outputLimit+1)) {
+		t.Errorf("the printed head is not the first %d bytes", outputLimit)
+	}
+	if !strings.Contains(out, ")\nsmall\n") {
+		t.Errorf("stderr's output does not follow stdout's:\n%s", out[len(out)-200:])
+	}
+	if filepath.Dir(m[3]) != tmp {
+		t.Errorf("kept in %s, want a file in %s", m[3], tmp)
+	}
+	b, err := os.ReadFile(m[3])
+	if err != nil || string(b) != strings.Repeat("x", size) {
+		t.Errorf("kept file: %d bytes, err %v; want the whole %d", len(b), err, size)
+	}
+	// The spill file itself was released; only the kept name is left.
+	if ents, _ := os.ReadDir(tmp); len(ents) != 1 {
+		t.Errorf("%d files in the spill directory, want 1 (the kept one)", len(ents))
+	}
+}
+
+// -n prints the commands in the order they would start and runs none;
+// -j8, -j 8 and --jobs=8 parse alike.
+func TestRunDryRun(t *testing.T) {
+	dir := t.TempDir()
+	made := filepath.Join(dir, "made")
+	graph := writeFile(t, dir, "g.json", `{"tasks": [
+		{"id": "link", "shell": "touch `+made+`.link", "deps": ["a", "b"]},
+		{"id": "a", "shell": "touch `+made+`.a"},
+		{"id": "b", "cmd": ["touch", "`+made+`.b"], "cwd": "`+dir+`"}
+	]}`)
+	var first string
+	for _, jobs := range [][]string{{"-j8"}, {"-j", "8"}, {"--jobs=8"}, {"--jobs", "8"}} {
+		args := append(append([]string{"-n"}, jobs...), graph)
+		code, out, errOut := runCmd(t, dir, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d, stderr %s", args, code, errOut)
+		}
+		want := "touch " + made + ".a\ncd " + dir + " && touch " + made + ".b\ntouch " + made + ".link\n"
+		if out != want {
+			t.Errorf("%v: stdout\n%s\nwant\n%s", args, out, want)
+		}
+		if first == "" {
+			first = out
+		} else if out != first {
+			t.Errorf("%v: output differs from %v's", args, jobs)
+		}
+	}
+	if ents, _ := filepath.Glob(made + "*"); len(ents) != 0 {
+		t.Errorf("a dry run ran commands: %v", ents)
+	}
+	// One slot: the order is still the scheduler's, a and b before link.
+	code, out, _ := runCmd(t, dir, "--dry-run", "-j1", graph)
+	if code != exitOK || !strings.HasSuffix(out, ".link\n") {
+		t.Errorf("-j1: exit %d:\n%s", code, out)
+	}
+}
+
+// -v prints each command as it starts; -C changes directory first.
+func TestRunVerboseAndDirectory(t *testing.T) {
+	dir := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd) // restored after the -C below
+	writeFile(t, dir, "c.txt", "echo hello > out.txt\n")
+	code, out, errOut := runCmd(t, dir, "-v", "-C", dir, "--progress=none", "c.txt")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, "echo hello > out.txt\n") {
+		t.Errorf("-v: stdout does not start with the command:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out.txt")); err != nil || string(b) != "hello\n" {
+		t.Errorf("-C: out.txt = %q, %v", b, err)
+	}
+	if code, _, errOut := runCmd(t, dir, "-C", filepath.Join(dir, "nonexistent"), "c.txt"); code != exitFail || !strings.Contains(errOut, "-C") {
+		t.Errorf("-C to a missing directory: exit %d, %s", code, errOut)
+	}
+}
