@@ -2,8 +2,8 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	flag "github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
@@ -36,7 +36,7 @@ func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitUsage, false
 	}
-	for _, err := range []error{checkJobs(f.jobs, isSet("j")), checkTimeout(f.timeout), checkMem(f.memMB)} {
+	for _, err := range []error{checkJobs(f.jobs, isSet("jobs")), checkTimeout(f.timeout), checkMem(f.memMB)} {
 		if err != nil {
 			return bad(err)
 		}

@@ -56,13 +56,13 @@ func (d *progressDisplay) update(s buildrun.Status) {
 	switch {
 	case d.off:
 		if output {
-			appendOutput(&d.buf, s.Last.Proc)
+			d.appendOutput(s.Last.Proc)
 		}
 	case !d.live:
 		if s.Last != nil {
 			fmt.Fprintln(&d.buf, taskLine(s))
 			if output {
-				appendOutput(&d.buf, s.Last.Proc)
+				d.appendOutput(s.Last.Proc)
 			}
 		}
 	default:
@@ -70,7 +70,7 @@ func (d *progressDisplay) update(s buildrun.Status) {
 			d.clearTo(&d.buf)
 			fmt.Fprintln(&d.buf, taskLine(s))
 			if output {
-				appendOutput(&d.buf, s.Last.Proc)
+				d.appendOutput(s.Last.Proc)
 			}
 		}
 		fmt.Fprintf(&d.buf, "\r\033[K%s", statusLine(s))
