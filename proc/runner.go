@@ -336,6 +336,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		start time.Time
 	)
 	g := r.rt.Group(tctx)
+	g.SetName("proc") // the fork task, in profiles: group=proc kind=go
 	g.Go(func(x *runtime.Ctx) error {
 		if fctx := x.Context(); fctx.Err() != nil {
 			return context.Cause(fctx)
