@@ -15,14 +15,15 @@ var ErrNotFound = errors.New("not found in PATH (other than numasteal itself)")
 // that is not self. self is compared by device and inode (so a symbolic
 // link, a hard link or another path to the launcher is skipped, the
 // masquerade case: a directory of links named gcc, cc, ld... to the
-// launcher, first in PATH). A name with '/' that is self is refused too,
-// or the launcher would run itself forever.
+// launcher, first in PATH). A path to self (collect2 runs the ld it found
+// in PATH by its full path, a masquerade link) is looked up by its base
+// name the same way.
 func FindProgram(name, path string, self *syscall.Stat_t) (string, error) {
 	if strings.Contains(name, "/") {
-		if isSelf(name, self) {
-			return "", errors.New("launch: " + name + " is numasteal itself")
+		if !isSelf(name, self) {
+			return name, nil
 		}
-		return name, nil
+		name = filepath.Base(name)
 	}
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {

@@ -124,7 +124,7 @@ func TestFindProgramSkipsSelf(t *testing.T) {
 	if err != nil || p == dir+"/true" {
 		t.Fatalf("FindProgram = %q, %v; want the real true", p, err)
 	}
-	if _, err := FindProgram(dir+"/true", "", self); err == nil {
-		t.Error("FindProgram of a path to itself: no error")
+	if p, err := FindProgram(dir+"/true", dir+":/usr/bin:/bin", self); err != nil || p == dir+"/true" {
+		t.Errorf("FindProgram of a path to itself = %q, %v; want the real true", p, err)
 	}
 }

@@ -92,7 +92,7 @@ func Run(c Config) int {
 		// A refused pin (the CPU left our cpuset) costs only placement.
 		_ = affinity.PinThread(cpuset.Of(int(cpu)))
 	}
-	env := append(os.Environ(), SlotEnv+"="+slot.job)
+	env := withEnv(os.Environ(), SlotEnv, slot.job)
 	start := time.Now()
 	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   env,
@@ -220,4 +220,17 @@ func dieBySignal(sig syscall.Signal) {
 		time.Sleep(time.Second) // delivery is asynchronous; the process dies here
 	}
 	os.Exit(128 + int(sig))
+}
+
+// withEnv returns env with key set to value: earlier entries of key are
+// dropped, since getenv of C and of Go both take the first.
+func withEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if len(kv) > len(key) && kv[len(key)] == '=' && kv[:len(key)] == key {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+"="+value)
 }
