@@ -105,6 +105,7 @@ func newEnv(t *testing.T, serveFlags string) *env {
 	}
 	t.Cleanup(func() {
 		e.killDaemon()
+		e.killDaemon() // one a last launcher may have started
 		os.RemoveAll(dir)
 	})
 	return e
@@ -137,10 +138,12 @@ func (e *env) daemonPID() int {
 	return pid
 }
 
+// killDaemon SIGKILLs the live daemon and waits until it no longer holds
+// the lock (a launcher may have started the next one meanwhile).
 func (e *env) killDaemon() {
 	if pid := e.daemonPID(); pid > 0 {
 		syscall.Kill(pid, syscall.SIGKILL)
-		poll(e.t, "the daemon to die", func() bool { return e.daemonPID() == 0 })
+		poll(e.t, "the daemon to die", func() bool { return e.daemonPID() != pid })
 	}
 }
 
