@@ -43,6 +43,9 @@ var commands = [...]command{
 	{"run", "run a workload of commands or a build graph as placed processes", runRun},
 	{"farm", "the compile farm of numasteal run --farm: farm status probes its hosts", runFarmCmd},
 	{"bench", "run an experiment: forkjoin, counters (see numasteal bench help)", runBench},
+	{"launch", "run a compile or link under the daemon's slots: make CC=\"numasteal launch gcc\"", runLaunch},
+	{"serve", "the per-user daemon that owns the machine's slots for every launcher", runServe},
+	{"status", "the daemon's slots, running and waiting jobs, memory budget", runStatus},
 	{"version", "print the module version and VCS revision (also --version)", runVersion},
 }
 

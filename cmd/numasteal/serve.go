@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/numasteal/numasteal/launch"
+	"github.com/numasteal/numasteal/launch/daemon"
+)
+
+// runServe is "numasteal serve": the per-user daemon of the launchers
+// (package launch/daemon). A launcher starts it when none answers.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("numasteal serve", stderr)
+	slots := fs.Int("slots", 0, "jobs that run at once (0: the usable CPUs)")
+	mem := fs.String("mem", "", "memory budget, e.g. 6G or 800M (default: available memory less a reserve)")
+	idle := fs.Duration("idle", 5*time.Minute, "exit after this long with no launcher connected (0: never)")
+	trace := fs.String("trace", "", "write the Chrome trace of every admitted job to `file` on exit")
+	history := fs.String("history", "", "peak-RSS history `file` (default: peak-rss beside the socket)")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	cfg := daemon.Config{
+		Paths: launch.PathsFromEnv(os.Getenv), Slots: *slots, Idle: *idle,
+		Trace: *trace, History: *history, Log: stderr,
+	}
+	if *idle == 0 {
+		cfg.Idle = -1
+	}
+	if *mem != "" {
+		b, err := parseBytes(*mem)
+		if err != nil {
+			fmt.Fprintf(stderr, "numasteal serve: --mem: %v\n", err)
+			return exitUsage
+		}
+		cfg.Mem = b
+	}
+	if err := daemon.Serve(ctx, cfg); err != nil {
+		if errors.Is(err, daemon.ErrRunning) {
+			fmt.Fprintf(stderr, "numasteal serve: %v\n", err)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "numasteal serve: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// parseBytes parses "800M", "6G", "512K" or a number of bytes.
+func parseBytes(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, s[:len(s)-1]
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	var n int64
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}

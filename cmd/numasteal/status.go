@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/numasteal/numasteal/launch"
+	"github.com/numasteal/numasteal/launch/daemon"
+)
+
+// runStatus is "numasteal status": the daemon's slots, memory budget,
+// running jobs (CPU, node, build) and waiting jobs per build.
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("numasteal status", stderr)
+	asJSON := fs.Bool("json", false, "print the daemon's JSON answer")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	p := launch.PathsFromEnv(os.Getenv)
+	c, err := launch.Dial(p.Socket)
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal status: no daemon on %s: %v\n", p.Socket, err)
+		return exitFail
+	}
+	defer c.Close()
+	m, err := c.Call(launch.NewMsg("status"))
+	js, ok := m.Get("json")
+	if err != nil || m.Verb != "status" || !ok {
+		fmt.Fprintf(stderr, "numasteal status: bad answer %v %v\n", m, err)
+		return exitFail
+	}
+	if *asJSON {
+		fmt.Fprintln(stdout, js)
+		return exitOK
+	}
+	var st daemon.Status
+	if err := json.Unmarshal([]byte(js), &st); err != nil {
+		fmt.Fprintf(stderr, "numasteal status: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "daemon pid %d, up %.0fs, socket %s\n", st.PID, st.Uptime, p.Socket)
+	fmt.Fprintf(stdout, "slots %d, running %d, jobs done %d\n", st.Slots, len(st.Running), st.Done)
+	fmt.Fprintf(stdout, "memory budget %d MiB, held %d MiB, learned outputs %d\n", st.MemBudget>>10, st.MemUsed>>10, st.Learned)
+	for _, j := range st.Running {
+		src := "guess"
+		if j.Learned {
+			src = "learned"
+		}
+		fmt.Fprintf(stdout, "  cpu %-3d node %-2d %-7s %6d MiB (%s) %5.1fs  build %s  %s\n",
+			j.CPU, j.Node, j.Kind, j.NeedKiB>>10, src, j.For, j.Build, j.Out)
+	}
+	for _, q := range st.Waiting {
+		fmt.Fprintf(stdout, "  waiting %d  build %s\n", q.Waiting, q.Build)
+	}
+	return exitOK
+}

@@ -1,0 +1,37 @@
+// Package daemon is "numasteal serve": the per-user daemon that owns the
+// machine's slots for every launcher (package launch), so that every build
+// running on the machine at once draws on one pool.
+//
+// # Admission
+//
+// A job is admitted when a slot is free (slots default to the usable
+// CPUs: the cgroup's cpuset and CPU quota, topology.EffectiveParallelism)
+// and its memory fits the budget (default: MemAvailable, lowered to the
+// cgroup's memory.max − memory.current, less a reserve of a tenth, at
+// least 256 MiB). A job's memory is its output file's peak RSS the last
+// time it was built, plus a tenth (the launcher measures it with wait4 and
+// reports it; the store is a file of "KiB<TAB>path" lines beside the
+// socket), or a first guess: 256 MiB for a compile, 1 GiB for a link (a
+// link of a big program is the job that exhausts memory). A need above the
+// whole budget is clamped to it: such a job runs alone, and never waits
+// forever.
+//
+// # Fairness
+//
+// Waiting jobs queue per build (launch.BuildID), first come first served
+// within a build; free slots go to the heads of the builds' queues in
+// turn, round robin, so a small build waits for at most one job of each
+// other build per slot, never for a large build's whole queue. A head that
+// does not fit in memory stops admission: no job, of its build or another,
+// passes it, so a large link is never starved by a stream of small
+// compiles. The cost is slots left idle while memory drains; backfilling
+// (admitting small jobs that finish before the big one could start) needs
+// duration estimates, which buildgraph.History could give; not done.
+//
+// # Placement
+//
+// Each admitted job gets a CPU from the balance policy's placement
+// (Balancer.Place with PlaceExec: the find_idlest walk over the scheduling
+// domains), with the daemon's running jobs per CPU as the load. The
+// launcher pins itself there before it forks the command.
+package daemon

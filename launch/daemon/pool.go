@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/numasteal/numasteal/balance"
+)
+
+// job is one acquire: waiting in its build's queue, then running on a
+// CPU. Its fields other than granted are guarded by pool.mu.
+type job struct {
+	id      int64
+	build   string
+	kind    string
+	out     string
+	cmd     string
+	pid     int
+	need    int64 // bytes of memory held against the budget
+	learned bool  // need comes from a measurement, not a guess
+	cpu     int   // -1 until admitted
+	node    int
+	queued  time.Time
+	started time.Time
+	running bool
+	// granted is closed by admit when the job is given its slot.
+	granted chan struct{}
+}
+
+// buildQueue is one build's waiting jobs, first come first served.
+type buildQueue struct {
+	id      string
+	jobs    []*job
+	running int
+	// served is the pool's admission count when this build last had a
+	// job admitted; 0 for a build never served.
+	served int64
+}
+
+// pool is the machine's slots and memory budget ("Admission" in the
+// package documentation). Its methods are called with Server.mu held.
+type pool struct {
+	slots   int
+	budget  int64
+	memUsed int64
+	running map[int64]*job
+	// builds are the builds with waiting or running jobs, in order of
+	// arrival. Admission serves the least recently served build that has a
+	// waiting job (round robin; a new build counts as never served, ties go
+	// to the earlier). A build stays while it has running jobs, so one
+	// that is served and submits again at once keeps its place.
+	builds   []*buildQueue
+	admitSeq int64
+	// perCPU counts the running jobs on each CPU, indexed by CPU id.
+	perCPU []int
+	bal    balance.Balancer
+	nodeOf func(cpu int) int
+	// admitted is called (under the lock) for each admitted job.
+	admitted func(*job)
+}
+
+// Queued and Running make the pool the balance.Load the placement reads:
+// a CPU with one job runs it, more are queued behind it.
+func (p *pool) Queued(cpu int) int {
+	if cpu < 0 || cpu >= len(p.perCPU) {
+		return 0
+	}
+	return max(p.perCPU[cpu]-1, 0)
+}
+
+// Running reports whether cpu runs a job.
+func (p *pool) Running(cpu int) bool { return cpu >= 0 && cpu < len(p.perCPU) && p.perCPU[cpu] > 0 }
+
+// submit queues j at the tail of its build's queue and admits what fits.
+func (p *pool) submit(j *job) {
+	q := p.queue(j.build)
+	if q == nil {
+		q = &buildQueue{id: j.build}
+		p.builds = append(p.builds, q)
+	}
+	q.jobs = append(q.jobs, j)
+	p.admit()
+}
+
+func (p *pool) queue(build string) *buildQueue {
+	for _, b := range p.builds {
+		if b.id == build {
+			return b
+		}
+	}
+	return nil
+}
+
+// forget drops q from the ring once it has nothing waiting or running.
+func (p *pool) forget(q *buildQueue) {
+	if len(q.jobs) > 0 || q.running > 0 {
+		return
+	}
+	for i, b := range p.builds {
+		if b == q {
+			p.builds = append(p.builds[:i], p.builds[i+1:]...)
+			return
+		}
+	}
+}
+
+// remove ends j, waiting or running, and admits what now fits. Removing
+// a job twice is harmless.
+func (p *pool) remove(j *job) {
+	q := p.queue(j.build)
+	if j.running {
+		j.running = false
+		delete(p.running, j.id)
+		p.memUsed -= j.need
+		if j.cpu >= 0 && j.cpu < len(p.perCPU) {
+			p.perCPU[j.cpu]--
+		}
+		if q != nil {
+			q.running--
+		}
+	} else if q != nil {
+		for k, w := range q.jobs {
+			if w == j {
+				q.jobs = append(q.jobs[:k], q.jobs[k+1:]...)
+				break
+			}
+		}
+	}
+	if q != nil {
+		p.forget(q)
+	}
+	p.admit()
+}
+
+// admit gives free slots to waiting jobs: the head of each build's queue
+// in turn, least recently served build first. A head whose memory does not fit stops
+// admission (no job passes it, of its build or another), so a big job is
+// never starved by small ones; when nothing runs it is admitted whatever
+// its size (its need is clamped to the budget), so it never waits forever.
+func (p *pool) admit() {
+	for len(p.running) < p.slots {
+		var q *buildQueue
+		for _, b := range p.builds {
+			if len(b.jobs) > 0 && (q == nil || b.served < q.served) {
+				q = b
+			}
+		}
+		if q == nil {
+			return
+		}
+		j := q.jobs[0]
+		j.need = min(j.need, p.budget)
+		if len(p.running) > 0 && p.memUsed+j.need > p.budget {
+			return
+		}
+		q.jobs = q.jobs[1:]
+		q.running++
+		p.admitSeq++
+		q.served = p.admitSeq
+		j.cpu = -1
+		if p.bal != nil {
+			j.cpu = p.bal.Place(-1, balance.PlaceExec, p)
+		}
+		if j.cpu >= 0 && j.cpu < len(p.perCPU) {
+			p.perCPU[j.cpu]++
+			j.node = p.nodeOf(j.cpu)
+		}
+		j.running = true
+		j.started = time.Now()
+		p.running[j.id] = j
+		p.memUsed += j.need
+		if p.admitted != nil {
+			p.admitted(j)
+		}
+		close(j.granted)
+	}
+}

@@ -1,0 +1,511 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/launch"
+	"github.com/numasteal/numasteal/topology"
+	"github.com/numasteal/numasteal/topology/domains"
+)
+
+// Config configures a daemon. Zero fields mean the defaults given.
+type Config struct {
+	Paths launch.Paths
+	// Slots is how many jobs run at once; 0: the usable CPUs
+	// (topology.EffectiveParallelism: cgroup cpuset and quota).
+	Slots int
+	// Mem is the memory budget in bytes; 0: available memory (cgroup
+	// aware) less Reserve.
+	Mem int64
+	// Reserve is kept out of the default budget; 0: a tenth of the
+	// available memory, at least 256 MiB.
+	Reserve int64
+	// GuessCompile and GuessLink are the first guesses of a job's peak
+	// RSS before one was measured; 0: 256 MiB and 1 GiB.
+	GuessCompile, GuessLink int64
+	// Idle is how long the daemon runs with no connection before it
+	// exits; 0: 5 minutes; negative: never.
+	Idle time.Duration
+	// History is the peak-RSS store's file; "": Paths.Dir/peak-rss.
+	History string
+	// Trace, when set, receives the Chrome trace of every admitted job
+	// when the daemon exits.
+	Trace string
+	// Topology is the machine; nil: topology.Discover().
+	Topology *topology.Topology
+	// Policy places jobs; nil: balance.Default().
+	Policy balance.Policy
+	// Log gets the daemon's messages; nil: io.Discard.
+	Log io.Writer
+}
+
+// ErrRunning: another daemon holds the lock and answers on the socket.
+var ErrRunning = errors.New("a numasteal daemon is already running")
+
+// Server is a running daemon.
+type Server struct {
+	cfg   Config
+	ln    *net.UnixListener
+	lock  *os.File
+	topo  *topology.Topology
+	start time.Time
+
+	mu       sync.Mutex // guards everything below, and pool and rss
+	pool     pool
+	rss      *rssStore
+	nextID   int64
+	conns    int
+	lastIdle time.Time
+	closing  bool
+	trace    *buildgraph.TraceWriter
+	tracks   map[int]int
+	admitted int64
+}
+
+// Serve runs a daemon until ctx is done or it has been idle for
+// cfg.Idle; it returns ErrRunning when another one runs.
+func Serve(ctx context.Context, cfg Config) error {
+	s, err := Listen(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// Listen takes the daemon lock and the socket ("Startup" in the launch
+// package documentation). While another daemon holds the lock it waits,
+// up to 10 s, for that one to answer (then ErrRunning) or to exit (a
+// daemon exiting idle releases the lock a moment after it closed its
+// socket).
+func Listen(cfg Config) (*Server, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	p := cfg.Paths
+	if err := p.Ensure(); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(p.Lock, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			lock.Close()
+			return nil, err
+		}
+		if c, err := launch.Dial(p.Socket); err == nil {
+			c.Close()
+			lock.Close()
+			return nil, ErrRunning
+		}
+		if time.Now().After(deadline) {
+			lock.Close()
+			return nil, fmt.Errorf("%w: it holds %s but does not answer on %s", ErrRunning, p.Lock, p.Socket)
+		}
+		time.Sleep(wait)
+	}
+	lock.Truncate(0)
+	lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	// Holding the lock, any socket file is a dead daemon's: replace it.
+	if err := os.Remove(p.Socket); err != nil && !os.IsNotExist(err) {
+		lock.Close()
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.Socket, Net: "unix"})
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false) // unlinked by Run, under the lock
+	os.Chmod(p.Socket, 0o600)
+	s := &Server{cfg: cfg, ln: ln, lock: lock, start: time.Now()}
+	if err := s.init(); err != nil {
+		ln.Close()
+		os.Remove(p.Socket)
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) init() error {
+	cfg := &s.cfg
+	topo := cfg.Topology
+	if topo == nil {
+		var err error
+		if topo, err = topology.Discover(); err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
+	}
+	s.topo = topo
+	slots := cfg.Slots
+	if slots <= 0 {
+		slots = topo.EffectiveParallelism()
+	}
+	budget := cfg.Mem
+	if budget <= 0 {
+		avail := availableMemory("/")
+		reserve := cfg.Reserve
+		if reserve <= 0 {
+			reserve = max(avail/10, 256<<20)
+		}
+		budget = max(avail-reserve, 256<<20)
+	}
+	if cfg.GuessCompile <= 0 {
+		cfg.GuessCompile = 256 << 20
+	}
+	if cfg.GuessLink <= 0 {
+		cfg.GuessLink = 1 << 30
+	}
+	if cfg.Idle == 0 {
+		cfg.Idle = 5 * time.Minute
+	}
+	if cfg.History == "" {
+		cfg.History = filepath.Join(cfg.Paths.Dir, "peak-rss")
+	}
+	rss, err := loadRSS(cfg.History)
+	if err != nil {
+		fmt.Fprintf(cfg.Log, "numasteal serve: %v; starting with no history\n", err)
+		rss = newRSSStore()
+	}
+	s.rss = rss
+	pol := cfg.Policy
+	if pol == nil {
+		pol = balance.Default()
+	}
+	var bal balance.Balancer
+	if doms, err := domains.Build(topo); err == nil {
+		bal, err = pol.Bind(topo, doms, topo.Usable, 0)
+		if err != nil {
+			fmt.Fprintf(cfg.Log, "numasteal serve: placement off: %v\n", err)
+		}
+	}
+	s.pool = pool{
+		slots:   slots,
+		budget:  budget,
+		running: make(map[int64]*job),
+		perCPU:  make([]int, topo.Usable.Last()+1),
+		bal:     bal,
+		nodeOf:  topo.NodeOf,
+	}
+	if cfg.Trace != "" {
+		s.trace = buildgraph.NewTraceWriter(s.start, "numasteal serve")
+		s.tracks = make(map[int]int)
+	}
+	s.lastIdle = time.Now()
+	fmt.Fprintf(cfg.Log, "numasteal serve: pid %d on %s: %d slots, memory budget %d MiB\n",
+		os.Getpid(), cfg.Paths.Socket, slots, budget>>20)
+	return nil
+}
+
+// Run accepts connections until ctx is done or the daemon has been idle
+// for Config.Idle, then shuts down: the socket is unlinked and closed
+// while the lock is still held (so it can only be this daemon's socket),
+// the history and trace are written, and the lock is released last.
+func (s *Server) Run(ctx context.Context) error {
+	stop := make(chan struct{})
+	go s.watchIdle(ctx, stop)
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			break
+		}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			c.Close() // the launcher retries against a new daemon
+			continue
+		}
+		s.conns++
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+	close(stop)
+	s.mu.Lock()
+	s.closing = true
+	err := s.saveLocked()
+	if s.trace != nil {
+		if f, e := os.Create(s.cfg.Trace); e == nil {
+			s.trace.WriteTo(f)
+			f.Close()
+		}
+	}
+	s.mu.Unlock()
+	s.lock.Close()
+	return err
+}
+
+// watchIdle closes the listener once ctx is done or nothing has been
+// connected for Config.Idle, and saves the history every few seconds.
+func (s *Server) watchIdle(ctx context.Context, stop <-chan struct{}) {
+	tick := 5 * time.Second
+	if s.cfg.Idle > 0 {
+		tick = min(tick, max(s.cfg.Idle/8, 10*time.Millisecond))
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			s.shutdown()
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if s.rss.dirty {
+			s.saveLocked()
+		}
+		idle := s.cfg.Idle > 0 && s.conns == 0 && time.Since(s.lastIdle) >= s.cfg.Idle
+		s.mu.Unlock()
+		if idle {
+			fmt.Fprintf(s.cfg.Log, "numasteal serve: idle for %v, exiting\n", s.cfg.Idle)
+			s.shutdown()
+			return
+		}
+	}
+}
+
+// shutdown stops accepting: new connections are refused, and the
+// socket file goes away while this daemon still holds the lock.
+func (s *Server) shutdown() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	os.Remove(s.cfg.Paths.Socket)
+	s.ln.Close()
+}
+
+func (s *Server) saveLocked() error {
+	if err := s.rss.save(s.cfg.History); err != nil {
+		fmt.Fprintf(s.cfg.Log, "numasteal serve: saving history: %v\n", err)
+		return err
+	}
+	return nil
+}
+
+// peerUID returns the uid of the process at the other end of c
+// (SO_PEERCRED).
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	err = raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return -1, err
+	}
+	return int(cred.Uid), nil
+}
+
+// serveConn serves one connection: at most one job at a time, which ends
+// (waiting or running) when the connection does.
+func (s *Server) serveConn(c *net.UnixConn) {
+	var held *job
+	defer func() {
+		s.mu.Lock()
+		if held != nil {
+			s.pool.remove(held)
+		}
+		s.conns--
+		if s.conns == 0 {
+			s.lastIdle = time.Now()
+		}
+		s.mu.Unlock()
+		c.Close()
+	}()
+	w := bufio.NewWriter(c)
+	reply := func(m launch.Msg) bool {
+		w.Write(m.Append(nil))
+		return w.Flush() == nil
+	}
+	if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+		reply(launch.NewMsg("error", "code", "perm", "msg", "connection from another user"))
+		return
+	}
+	msgs := make(chan launch.Msg)
+	readErr := make(chan error, 1)
+	quit := make(chan struct{})
+	defer close(quit)
+	go readMsgs(c, msgs, readErr, quit)
+	for {
+		var m launch.Msg
+		select {
+		case m = <-msgs:
+		case err := <-readErr:
+			if err != nil && !errors.Is(err, io.EOF) {
+				code := "malformed"
+				if errors.Is(err, launch.ErrVersion) {
+					code = "version"
+				}
+				reply(launch.NewMsg("error", "code", code, "msg", err.Error(), "version", strconv.Itoa(launch.Version)))
+			}
+			return
+		}
+		switch m.Verb {
+		case "acquire":
+			if held != nil {
+				reply(launch.NewMsg("error", "code", "busy", "msg", "this connection holds a job already"))
+				return
+			}
+			held = s.newJob(m)
+			s.mu.Lock()
+			s.pool.submit(held)
+			s.mu.Unlock()
+			select {
+			case <-held.granted:
+			case err := <-readErr:
+				_ = err // the launcher is gone: the deferred remove frees the job
+				return
+			case m2 := <-msgs:
+				reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
+				return
+			}
+			s.mu.Lock()
+			g := launch.NewMsg("grant", "job", strconv.FormatInt(held.id, 10),
+				"cpu", strconv.Itoa(held.cpu), "node", strconv.Itoa(held.node),
+				"mem_kib", strconv.FormatInt(held.need>>10, 10))
+			s.mu.Unlock()
+			if !reply(g) {
+				return
+			}
+		case "done":
+			if held == nil || !held.running {
+				reply(launch.NewMsg("error", "code", "order", "msg", "done without a running job"))
+				return
+			}
+			kib, _ := m.Int("rss_kib")
+			s.mu.Lock()
+			s.rss.record(held.out, kib)
+			s.traceLocked(held, kib, m)
+			s.pool.remove(held)
+			s.mu.Unlock()
+			held = nil
+			if !reply(launch.NewMsg("ok")) {
+				return
+			}
+		case "status":
+			b, _ := json.Marshal(s.Status())
+			if !reply(launch.NewMsg("status", "json", string(b))) {
+				return
+			}
+		case "ping":
+			if !reply(launch.NewMsg("pong", "pid", strconv.Itoa(os.Getpid()), "version", strconv.Itoa(launch.Version))) {
+				return
+			}
+		default:
+			if !reply(launch.NewMsg("error", "code", "verb", "msg", "unknown request "+m.Verb)) {
+				return
+			}
+		}
+	}
+}
+
+// readMsgs reads messages from c until an error (io.EOF at a clean end),
+// which it sends on errc (buffered), or until quit closes.
+func readMsgs(c *net.UnixConn, msgs chan<- launch.Msg, errc chan<- error, quit <-chan struct{}) {
+	r := bufio.NewReaderSize(c, launch.MaxLine)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			errc <- fmt.Errorf("%w: line longer than %d bytes", launch.ErrMalformed, launch.MaxLine)
+			return
+		}
+		if err != nil {
+			errc <- err
+			return
+		}
+		m, err := launch.ParseMsg(line)
+		if err != nil {
+			errc <- err
+			return
+		}
+		select {
+		case msgs <- m:
+		case <-quit:
+			return
+		}
+	}
+}
+
+// newJob makes the job of an acquire request, with its memory need: the
+// learned peak RSS of its output file (plus a tenth, for run-to-run
+// noise), else the first guess of its kind.
+func (s *Server) newJob(m launch.Msg) *job {
+	j := &job{granted: make(chan struct{}), cpu: -1, queued: time.Now()}
+	j.build, _ = m.Get("build")
+	j.kind, _ = m.Get("kind")
+	j.out, _ = m.Get("out")
+	j.cmd, _ = m.Get("cmd")
+	if pid, ok := m.Int("pid"); ok {
+		j.pid = int(pid)
+	}
+	if j.build == "" {
+		j.build = "?"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	j.id = s.nextID
+	if b, ok := s.rss.lookup(j.out); ok {
+		j.need, j.learned = b+b/10, true
+	} else if j.kind == string(launch.Compile) {
+		j.need = s.cfg.GuessCompile
+	} else {
+		j.need = s.cfg.GuessLink
+	}
+	return j
+}
+
+// traceLocked adds j's span to the trace, on the track of its CPU.
+func (s *Server) traceLocked(j *job, kib int64, done launch.Msg) {
+	s.admitted++
+	if s.trace == nil {
+		return
+	}
+	tr, ok := s.tracks[j.cpu]
+	if !ok {
+		tr = s.trace.HostTrack("cpu " + strconv.Itoa(j.cpu))
+		s.tracks[j.cpu] = tr
+	}
+	name := filepath.Base(j.out)
+	if name == "" || name == "." {
+		name = j.cmd
+	}
+	st, _ := done.Get("status")
+	s.trace.Span(tr, name, j.started, time.Now(), map[string]any{
+		"build": j.build, "kind": j.kind, "out": j.out, "node": j.node,
+		"rss_kib": kib, "need_kib": j.need >> 10, "status": st,
+		"waited_ms": j.started.Sub(j.queued).Milliseconds(),
+	})
+}

@@ -1,0 +1,5 @@
+package daemon
+
+import "strings"
+
+func parseRSSString(s string) (*rssStore, error) { return parseRSS(strings.NewReader(s)) }

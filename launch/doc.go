@@ -1,0 +1,96 @@
+// Package launch is the compiler launcher: the small program a build
+// system runs in front of every compile and link ("make CC='numasteal-launch
+// gcc'", CMake's CMAKE_<LANG>_COMPILER_LAUNCHER, a masquerade directory,
+// ccache's CCACHE_PREFIX), which asks the per-user daemon (package
+// launch/daemon) for a slot, pins itself to the CPU it is given, runs the
+// command, and reports the command's peak memory back. This is the shape
+// of ccache, distcc and sccache (a thin client, a local server) with the
+// server owning admission instead of a cache.
+//
+// # The launch path
+//
+//  1. Find the program: a name with '/' as is; else the first executable of
+//     that name in PATH that is not this binary (compared by device and
+//     inode, so a masquerade link to the launcher is skipped, as ccache
+//     and distcc's climasq skip their own directory).
+//  2. Nested launches run at once: a command launched gets NUMASTEAL_SLOT
+//     in its environment, and a launcher that sees it (gcc running a
+//     masqueraded ld, a recipe running make) execs its command in the slot
+//     already held. Asking for a second slot while holding one could
+//     deadlock a full pool. NUMASTEAL_LAUNCH=off does the same.
+//  3. Connect and send "acquire" (build, kind, output file); the reply
+//     "grant" comes when the daemon admits the job. The slot belongs to the
+//     connection: the daemon frees it when the connection closes, so a
+//     launcher killed while waiting or running (SIGKILL included) gives it
+//     back with no message.
+//  4. Pin the launcher's thread to the granted CPU and fork the command
+//     from that thread, with the launcher's own descriptors 0, 1 and 2
+//     (inherited, not pipes: terminal and colour detection still work) and
+//     every other inherited descriptor (make's jobserver), in the
+//     launcher's process group (Ctrl-C reaches it as before).
+//  5. Wait with wait4, whose ru_maxrss covers the command and every child
+//     it waited for (cc1, as, collect2), send "done" with it, and exit with
+//     the command's status; a command killed by SIGINT, SIGTERM, SIGHUP,
+//     SIGPIPE or SIGKILL kills the launcher with the same signal, so make
+//     sees what it would have seen of the compiler.
+//
+// # Pdeathsig
+//
+// The command is forked with Pdeathsig = SIGKILL, so it dies with the
+// launcher. The kernel sends it when the forking *thread* exits, so Run
+// locks the main goroutine to its thread and never unlocks it: that thread
+// lives as long as the process (see package supervise, "Parent death").
+// Grandchildren (cc1) are not covered; they end when their driver is gone
+// and their pipes break.
+//
+// # Never breaking a build
+//
+// When no daemon answers and none can be started, or it speaks another
+// protocol version, or it refuses the request, the launcher execs the
+// command directly and warns once per build (a marker file named by the
+// build id in the runtime directory, created O_EXCL). A connection that
+// breaks before the grant (the daemon was killed, or exited idle just as
+// we connected) is retried on a new connection, starting a new daemon:
+// nothing has run yet, so nothing runs twice. A connection that breaks
+// after the grant changes nothing: the command runs to its end, once, and
+// only its measurement is lost.
+//
+// # Startup
+//
+// The daemon's directory is $XDG_RUNTIME_DIR/numasteal, else
+// $TMPDIR/numasteal-UID, created 0700 and refused when it is a link, not
+// ours, or open to others; $NUMASTEAL_SOCKET overrides the socket path.
+// A launcher that cannot connect takes the start lock (flock, blocking),
+// connects again (whoever held the lock may have started one), and only
+// then starts "numasteal serve" detached (its own session, stdin
+// /dev/null, output to the log, none of the launcher's other descriptors)
+// and polls the socket for up to 30 s. The daemon holds the daemon lock
+// (another file) for its whole life and only then removes any socket file
+// and binds: with the lock, a socket file can only be a dead daemon's, so
+// a stale socket is replaced and two daemons never both listen. Exactly
+// one wins however many start: the start lock makes one launcher start
+// it, the daemon lock makes one daemon of those started by hand or by
+// launchers that raced past a daemon exiting.
+//
+// # Protocol
+//
+// One line per message, "ns1 VERB key=value ...", values %XX-escaped
+// (proto.go). The launcher sends "acquire build= kind= out= pid= cmd=" and
+// waits for "grant job= cpu= node= mem_kib=", then sends "done rss_kib=
+// wall_us= status=" and gets "ok". "status" gets "status json=...",
+// "ping" gets "pong". Errors are "error code= msg=": code "version" for a
+// line of another version (the daemon closes), "malformed", "verb",
+// "order", "perm" (a peer of another uid, by SO_PEERCRED). The launch path
+// costs one connect and two round trips.
+//
+// # Build identity
+//
+// A build is $NUMASTEAL_BUILD if set, else the outermost ancestor process
+// whose command is a build tool (make, ninja, meson, cmake...), named by
+// command, pid and start time; else the parent process. Make under ninja
+// under make is then one build (the outermost make); two make -j started
+// side by side are two. Neither the process group (ninja gives each
+// command its own) nor make's jobserver auth (make 4.3 passes "3,4" to
+// every build) names a build. The daemon's queues are per build, and it
+// admits their heads round robin (package launch/daemon).
+package launch
