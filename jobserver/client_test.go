@@ -58,10 +58,20 @@ func TestFromMakeflagsUnavailable(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
+	// A read side at end of file (its write side closed) beside another
+	// pipe's write side: the reused-descriptor case that made every
+	// token read fail.
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	w2.Close()
 	tests := []struct {
 		flags string
 		is    error
 	}{
+		{fmt.Sprintf("-j3 --jobserver-auth=%d,%d", r2.Fd(), w.Fd()), nil}, // two pipes
 		{"-j3 --jobserver-auth=1000,1001", syscall.EBADF},
 		{fmt.Sprintf("-j3 --jobserver-auth=%d,%d", f.Fd(), f.Fd()), nil},
 		{fmt.Sprintf("-j3 --jobserver-auth=%d,%d", f.Fd(), w.Fd()), nil},

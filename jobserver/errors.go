@@ -18,6 +18,11 @@ var ErrClosed = errors.New("jobserver: closed")
 // hold: the zero Token, a token released twice, or one from another client.
 var ErrNotHeld = errors.New("jobserver: token not held")
 
+// ErrBroken reports a jobserver pipe at end of file: no process holds its
+// write side any more (the make that served it died, or closed it), so no
+// token will ever come. A Pool then runs on with the caller's own limit.
+var ErrBroken = errors.New("jobserver pipe closed: no writer left")
+
 // UnavailableError reports a jobserver that MAKEFLAGS names but that cannot
 // be used: a malformed option, descriptors that are closed (make did not
 // treat the recipe as recursive: add '+' or use $(MAKE)), descriptors that

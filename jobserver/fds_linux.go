@@ -63,6 +63,12 @@ func openPipe(option string, r, w int) (*endpoint, error) {
 			return nil, unavailable("check fd "+strconv.Itoa(fd.n), fmt.Errorf("wrong access mode %#o", acc))
 		}
 	}
+	// Both ends of one pipe share its inode: descriptors of two pipes (one
+	// of them reused) would read tokens from one and write them into the
+	// other, and a read side whose writers are all gone is at end of file.
+	if !sameFile(r, w) {
+		return nil, unavailable("check fds "+strconv.Itoa(r)+","+strconv.Itoa(w), fmt.Errorf("not the two ends of one pipe, a descriptor was reused%s", hintRecursive))
+	}
 	e := &endpoint{rfd: -1, wfd: -1}
 	var err error
 	// A new open file description of the same pipe: O_NONBLOCK on it does
@@ -150,7 +156,7 @@ func (e *endpoint) readToken() (b byte, ok bool, err error) {
 		case err != nil:
 			return 0, false, fmt.Errorf("jobserver: read token: %w", err)
 		case n == 0:
-			return 0, false, errors.New("jobserver: read token: jobserver pipe closed")
+			return 0, false, fmt.Errorf("jobserver: read token: %w", ErrBroken)
 		}
 		return buf[0], true, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 )
 
 // Pool is the jobserver of one run of many jobs: the one inherited from a
@@ -26,9 +27,14 @@ import (
 // A nil *Pool is valid and means "no jobserver": Admit grants at once,
 // Prepare does nothing.
 type Pool struct {
-	server *Server // served mode; nil when joined
-	client *Client // where jobs take their slots
-	held   func(tokens int)
+	server   *Server // served mode; nil when joined
+	client   *Client // where jobs take their slots
+	held     func(tokens int)
+	unusable func(error)
+	// broken is set once a joined jobserver's pipe is at end of file
+	// (ErrBroken): Admit then grants at once, and the caller's own limit
+	// bounds the run.
+	broken atomic.Bool
 
 	mu      sync.Mutex
 	relErr  error // first failed Release
@@ -64,7 +70,7 @@ func OpenPool(env []string, o PoolOptions) (*Pool, error) {
 	c, err := FromEnv(env)
 	switch {
 	case err == nil:
-		return &Pool{client: c, held: o.Held}, nil
+		return &Pool{client: c, held: o.Held, unusable: o.Unusable}, nil
 	case errors.Is(err, ErrNoJobserver):
 	default:
 		var ue *UnavailableError
@@ -105,11 +111,22 @@ func (p *Pool) Jobs() int {
 // Admit takes one slot for a job, the implicit slot first and then tokens,
 // blocking until one is free or ctx is done. Call release exactly once,
 // when the job's processes are all gone, whatever their outcome.
+//
+// A joined jobserver whose pipe is found at end of file (ErrBroken: its
+// make is gone) is reported once through PoolOptions.Unusable, and from
+// then on Admit grants at once: the job runs on the caller's own slots
+// rather than failing.
 func (p *Pool) Admit(ctx context.Context) (release func(), err error) {
-	if p == nil {
+	if p == nil || p.broken.Load() {
 		return func() {}, nil
 	}
 	tok, err := p.client.Acquire(ctx)
+	if errors.Is(err, ErrBroken) {
+		if !p.broken.Swap(true) && p.unusable != nil {
+			p.unusable(err)
+		}
+		return func() {}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jobserver: %w", err)
 	}
