@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/sim"
@@ -31,10 +33,14 @@ func runBenchSim(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "usage: numasteal bench sim --root DIR [--workload kernbench|forkjoin|sdet] [--policy P] [--seed N] [--json]")
 		return exitUsage
 	}
+	if !slices.Contains(sim.Workloads(), *workload) {
+		fmt.Fprintf(stderr, "numasteal bench sim: unknown --workload %q (want %s)\n", *workload, strings.Join(sim.Workloads(), ", "))
+		return exitUsage
+	}
 	topo, err := topology.Discover(topology.WithRoot(*root))
 	if err != nil {
-		fmt.Fprintf(stderr, "numasteal bench sim: %v\n", err)
-		return exitFail
+		fmt.Fprintf(stderr, "numasteal bench sim: --root %s: %v\n", *root, err)
+		return exitUsage // a dump that cannot be read is bad input
 	}
 	names := balance.Names()
 	if *policy != "" {

@@ -59,7 +59,7 @@ func TestBenchSim(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d", bad, code, exitUsage)
 		}
 	}
-	if code, _, stderr := run(t, "bench", "sim", "--root", root, "--workload", "nope"); code != exitFail || !strings.Contains(stderr, "nope") {
+	if code, _, stderr := run(t, "bench", "sim", "--root", root, "--workload", "nope"); code != exitUsage || !strings.Contains(stderr, "nope") {
 		t.Errorf("unknown workload: exit %d, %s", code, stderr)
 	}
 }

@@ -41,21 +41,23 @@ func runTopo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 
+	// A dump given with --root that cannot be read is bad input (exit 2);
+	// the live machine's sysfs failing is the run failing (exit 1).
 	var opts []topology.Option
-	where := "the live machine"
+	where, failCode := "the live machine", exitFail
 	if *root != "" {
 		opts = append(opts, topology.WithRoot(*root))
-		where = *root
+		where, failCode = *root, exitUsage
 	}
 	t, err := topology.Discover(opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal topo: reading %s: %v\n", where, err)
-		return exitFail
+		return failCode
 	}
 	d, err := domains.Build(t)
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal topo: %s: %v\n", where, err)
-		return exitFail
+		return failCode
 	}
 
 	if *asJSON {

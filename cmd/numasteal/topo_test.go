@@ -38,7 +38,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"--version"}, exitOK, "numasteal ", ""},
 		{[]string{"topo", "extra"}, exitUsage, "", `unexpected argument "extra"`},
 		{[]string{"topo", "-h"}, exitOK, "", "usage: numasteal topo [--root DIR] [--domains] [--json]"},
-		{[]string{"topo", "--root", "/nonexistent/numasteal-root"}, exitFail, "", "/nonexistent/numasteal-root"},
+		{[]string{"topo", "--root", "/nonexistent/numasteal-root"}, exitUsage, "", "/nonexistent/numasteal-root"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
