@@ -3,19 +3,26 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/numasteal/numasteal/examples/forkjoin/msort"
+	"github.com/numasteal/numasteal/examples/treesum/btree"
 	"github.com/numasteal/numasteal/runtime"
 	"github.com/numasteal/numasteal/topology"
 )
 
 // ForkJoinOptions configure RunForkJoin. Zero fields mean defaults.
 type ForkJoinOptions struct {
-	N        int                // fib(N); default 30
-	Reps     int                // alternating rounds; default 7
+	N    int // fib(N); default 30
+	Reps int // alternating rounds; default 7
+	// TreeN and SortN size the tree sum and the merge sort: by default
+	// 10M, or 2^N for a quick run with N < 23; negative skips them.
+	TreeN    int
+	SortN    int
 	Topology *topology.Topology // nil = the live machine
 	// Progress, when set, is called before each measurement.
 	Progress func(contender string, rep, reps int)
@@ -39,6 +46,17 @@ type ForkJoinResult struct {
 	// allocations per call) instead of Jobs (none).
 	Runtime1WClosuresNs  float64 `json:"runtime_1w_closures_ns"`
 	RuntimeAllClosuresNs float64 `json:"runtime_all_closures_ns"`
+	// A balanced binary tree of TreeN nodes summed with a Jobs fork per
+	// node (examples/treesum), against the serial recursion.
+	TreeN           int     `json:"tree_n"`
+	TreeSumSerialNs float64 `json:"tree_sum_serial_ns"`
+	TreeSum1WNs     float64 `json:"tree_sum_1w_ns"`
+	TreeSumAllNs    float64 `json:"tree_sum_all_ns"`
+	// SortN random ints merge-sorted with Ctx.Join (examples/forkjoin),
+	// against slices.Sort.
+	SortN        int     `json:"sort_n"`
+	SortSerialNs float64 `json:"sort_serial_ns"`
+	SortAllNs    float64 `json:"sort_all_ns"`
 }
 
 // RunForkJoin measures fib(N) with a task per call through every
@@ -50,6 +68,16 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 	}
 	if o.Reps <= 0 {
 		o.Reps = 7
+	}
+	kernelN := 10_000_000
+	if o.N < 23 {
+		kernelN = 1 << o.N
+	}
+	if o.TreeN == 0 {
+		o.TreeN = kernelN
+	}
+	if o.SortN == 0 {
+		o.SortN = kernelN
 	}
 	one, err := runtime.New(runtime.Config{Topology: o.Topology, Workers: 1})
 	if err != nil {
@@ -72,7 +100,10 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 	type contender struct {
 		name string
 		run  func() (int, error)
-		ns   []float64
+		// timed, when set, measures one run itself (excluding its setup)
+		// and checks its answer; run is then unused.
+		timed func() (float64, error)
+		ns    []float64
 	}
 	onRuntime := func(rt *runtime.Runtime) func() (int, error) {
 		fib := FibJobs(rt)
@@ -96,6 +127,10 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 		{name: "runtime_all_closures", run: withClosures(all)},
 		{name: "inject_latency", run: func() (int, error) { return want, nil }},
 	}
+	extra := forkJoinKernels(ctx, o, one, all)
+	for _, k := range extra {
+		cs = append(cs, &contender{name: k.name, timed: k.timed})
+	}
 	const joins = 1 << 20
 	for rep := range o.Reps {
 		for _, c := range cs {
@@ -105,14 +140,20 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 			if o.Progress != nil {
 				o.Progress(c.name, rep+1, o.Reps)
 			}
-			switch c.name {
-			case "spawn_join":
+			switch {
+			case c.timed != nil:
+				ns, err := c.timed()
+				if err != nil {
+					return ForkJoinResult{}, err
+				}
+				c.ns = append(c.ns, ns)
+			case c.name == "spawn_join":
 				ns, err := spawnJoinNs(ctx, one, joins)
 				if err != nil {
 					return ForkJoinResult{}, err
 				}
 				c.ns = append(c.ns, ns)
-			case "inject_latency":
+			case c.name == "inject_latency":
 				ns, err := injectLatencyNs(ctx, all, 200)
 				if err != nil {
 					return ForkJoinResult{}, err
@@ -133,12 +174,29 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 		}
 	}
 	m := func(i int) float64 { return median(cs[i].ns) }
-	return ForkJoinResult{
+	byName := func(name string) float64 {
+		for _, c := range cs {
+			if c.name == name {
+				return median(c.ns)
+			}
+		}
+		return 0
+	}
+	r := ForkJoinResult{
 		FibN: o.N, Workers: all.Workers(), Reps: o.Reps,
 		SerialNs: m(0), Runtime1WNs: m(1), RuntimeAllNs: m(2), GoroutinesNs: m(3),
 		ErrgroupNs: m(4), SpawnJoinNs: m(5), InjectLatencyNs: m(8),
 		Runtime1WClosuresNs: m(6), RuntimeAllClosuresNs: m(7),
-	}, nil
+	}
+	if o.TreeN > 0 {
+		r.TreeN = o.TreeN
+		r.TreeSumSerialNs, r.TreeSum1WNs, r.TreeSumAllNs = byName("tree_sum_serial"), byName("tree_sum_1w"), byName("tree_sum_all")
+	}
+	if o.SortN > 0 {
+		r.SortN = o.SortN
+		r.SortSerialNs, r.SortAllNs = byName("sort_serial"), byName("sort_all")
+	}
+	return r, nil
 }
 
 func fibSerial(n int) int {
@@ -229,4 +287,57 @@ func injectLatencyNs(ctx context.Context, rt *runtime.Runtime, n int) (float64, 
 		lat = append(lat, float64(d.Nanoseconds()))
 	}
 	return median(lat), nil
+}
+
+// kernel is a contender of RunForkJoin beyond fib: timed measures one run.
+type kernel struct {
+	name  string
+	timed func() (float64, error)
+}
+
+// forkJoinKernels returns the tree sum and merge sort contenders, each
+// checking its answer: the tree sum against n(n+1)/2, the sort against
+// slices.Sort of the same input.
+func forkJoinKernels(ctx context.Context, o ForkJoinOptions, one, all *runtime.Runtime) []kernel {
+	var ks []kernel
+	if o.TreeN > 0 {
+		root := btree.New(o.TreeN)
+		want := int64(o.TreeN) * int64(o.TreeN+1) / 2
+		sum := func(name string, f func() (int64, error)) kernel {
+			return kernel{name, func() (float64, error) {
+				var got int64
+				var err error
+				ns := timeIt(func() { got, err = f() })
+				if err == nil && got != want {
+					err = fmt.Errorf("bench: %s: tree sum %d, want %d", name, got, want)
+				}
+				return ns, err
+			}}
+		}
+		s1, sAll := btree.NewSum(one), btree.NewSum(all)
+		ks = append(ks,
+			sum("tree_sum_serial", func() (int64, error) { return btree.SumSerial(root), nil }),
+			sum("tree_sum_1w", func() (int64, error) { return s1.Run(ctx, root) }),
+			sum("tree_sum_all", func() (int64, error) { return sAll.Run(ctx, root) }))
+	}
+	if o.SortN > 0 {
+		input := msort.RandomInts(o.SortN, 1)
+		want := slices.Sorted(slices.Values(input))
+		buf := make([]int, o.SortN)
+		sorted := func(name string, f func([]int) error) kernel {
+			return kernel{name, func() (float64, error) {
+				copy(buf, input)
+				var err error
+				ns := timeIt(func() { err = f(buf) })
+				if err == nil && !slices.Equal(buf, want) {
+					err = fmt.Errorf("bench: %s: result differs from slices.Sort", name)
+				}
+				return ns, err
+			}}
+		}
+		ks = append(ks,
+			sorted("sort_serial", func(s []int) error { slices.Sort(s); return nil }),
+			sorted("sort_all", func(s []int) error { return msort.Sort(ctx, all, s, msort.DefaultGrain) }))
+	}
+	return ks
 }

@@ -34,6 +34,9 @@ type counters struct {
 	hotRefusals             uint32   // periodic moves refused because the task was cache-hot
 	stolenFromBy            []uint32 // per victim worker id
 	touched                 []int32  // victim ids with a nonzero stolenFromBy
+	// Joins and their promotions (promote.go): 64 bits, since a long
+	// inline recursion forks without running a task, so without a fold.
+	forks, promoted uint64
 }
 
 func (c *counters) init(levels int) {
@@ -58,6 +61,7 @@ type totals struct {
 	crossSteals, crossTasks atomic.Uint64
 	pulled, crossPulls      atomic.Uint64
 	hotRefusals             atomic.Uint64
+	forks, promoted         atomic.Uint64
 	steals, failedSteals    []atomic.Uint64
 	pulls                   []atomic.Uint64
 }
@@ -82,6 +86,8 @@ func (w *worker) fold() {
 	addZero(&t.pulled, &c.pulled)
 	addZero(&t.crossPulls, &c.crossPulls)
 	addZero(&t.hotRefusals, &c.hotRefusals)
+	addZero64(&t.forks, &c.forks)
+	addZero64(&t.promoted, &c.promoted)
 	for i := range c.steals {
 		addZero(&t.steals[i], &c.steals[i])
 		addZero(&t.failedSteals[i], &c.failedSteals[i])
@@ -102,6 +108,13 @@ func addZero(t *atomic.Uint64, c *uint32) {
 	}
 }
 
+func addZero64(t *atomic.Uint64, c *uint64) {
+	if *c != 0 {
+		t.Add(*c)
+		*c = 0
+	}
+}
+
 // Stats is a snapshot of the runtime's counters.
 type Stats struct {
 	// Levels names the steal levels, innermost first (e.g. "SMT", "LLC",
@@ -117,8 +130,12 @@ type Stats struct {
 type WorkerStats struct {
 	ID, CPU, Node int // -1 in Stats.Total
 	TasksRun      uint64
-	Spawned       uint64 // tasks pushed to its deque or LIFO slot
-	Injected      uint64 // injected tasks it took from an inbox
+	Spawned       uint64 // tasks pushed to its deque or LIFO slot, promoted forks included
+	// Forks counts its Joins (Ctx.Join, Jobs.Join, ParallelFor's splits)
+	// and Promoted those whose second half it pushed to its deque for
+	// thieves (promote.go); the rest ran as plain calls.
+	Forks, Promoted uint64
+	Injected        uint64 // injected tasks it took from an inbox
 	// StolenFrom counts the tasks other workers stole from it: a batch
 	// steal (balance.Victim.Max > 1) counts every task it moved, so it
 	// can exceed the thieves' Steals, which count steal operations.
@@ -176,6 +193,8 @@ func (rt *Runtime) Stats() Stats {
 			PulledTasks:         t.pulled.Load(),
 			CrossNodePulls:      t.crossPulls.Load(),
 			HotRefusals:         t.hotRefusals.Load(),
+			Forks:               t.forks.Load(),
+			Promoted:            t.promoted.Load(),
 			Steals:              make([]uint64, n),
 			FailedSteals:        make([]uint64, n),
 			Pulls:               make([]uint64, n),
@@ -198,6 +217,8 @@ func (rt *Runtime) Stats() Stats {
 		tt.PulledTasks += ws.PulledTasks
 		tt.CrossNodePulls += ws.CrossNodePulls
 		tt.HotRefusals += ws.HotRefusals
+		tt.Forks += ws.Forks
+		tt.Promoted += ws.Promoted
 		for l := range n {
 			tt.Steals[l] += ws.Steals[l]
 			tt.FailedSteals[l] += ws.FailedSteals[l]

@@ -2,10 +2,12 @@ package runtime
 
 import "context"
 
-// Jobs is fork-join without allocation: a typed task body plus free lists of
-// job objects, one per worker, so that Join reuses the objects of earlier
-// calls instead of allocating closures. Use it for the innermost, finest
-// grained recursion (a task per call of a recursive function); Ctx.Join with
+// Jobs is fork-join without allocation: a typed task body plus job
+// objects, per worker, one for each nesting depth of this Jobs' Joins on
+// the worker's stack, reused by every Join at that depth instead of
+// allocating closures. Use it for the innermost, finest grained recursion
+// (a task per call of a recursive function): an unpromoted Join
+// (promote.go) is a few plain stores and two calls of fn. Ctx.Join with
 // closures is simpler and costs one or two small allocations per call.
 //
 //	var fib *runtime.Jobs[int, int]
@@ -21,16 +23,19 @@ import "context"
 // fn should capture nothing that changes per call: its argument and result
 // travel in the job object.
 type Jobs[A, R any] struct {
-	rt   *Runtime
-	fn   func(*Ctx, A) (R, error)
-	free []jobFree[A, R] // by worker id; each list owner only
+	rt    *Runtime
+	fn    func(*Ctx, A) (R, error)
+	local []jobFrames[A, R] // by worker id; each owner only
 }
 
-// jobFree is one worker's free list, padded so two workers' lists do not
-// share a cache line.
-type jobFree[A, R any] struct {
-	list []*job[A, R]
-	_    [104]byte
+// jobFrames is one worker's job objects: the Join running at nesting
+// depth d of this Jobs on the worker's stack uses frames[d], free again
+// once that Join returns (a promoted job is waited for before). Padded so
+// two workers' entries do not share a cache line.
+type jobFrames[A, R any] struct {
+	frames []*job[A, R]
+	depth  int
+	_      [96]byte
 }
 
 // job is one Join's second half: the task the deque holds, its argument
@@ -51,7 +56,15 @@ func (j *job[A, R]) runJob(c *Ctx) error {
 
 // NewJobs returns a Jobs running fn on rt's workers.
 func NewJobs[A, R any](rt *Runtime, fn func(*Ctx, A) (R, error)) *Jobs[A, R] {
-	return &Jobs[A, R]{rt: rt, fn: fn, free: make([]jobFree[A, R], len(rt.workers))}
+	return &Jobs[A, R]{rt: rt, fn: fn, local: make([]jobFrames[A, R], len(rt.workers))}
+}
+
+// grow adds a job object for a new deepest nesting level.
+func (f *jobFrames[A, R]) grow(js *Jobs[A, R]) {
+	j := &job[A, R]{jobs: js}
+	j.t.r = j
+	j.t.join = true
+	f.frames = append(f.frames, j)
 }
 
 // Join runs fn(c, a) and fn(c, b), potentially in parallel, exactly as
@@ -60,48 +73,100 @@ func NewJobs[A, R any](rt *Runtime, fn func(*Ctx, A) (R, error)) *Jobs[A, R] {
 // runtime.
 func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
-	fl := &js.free[w.id].list
-	var j *job[A, R]
-	if n := len(*fl); n > 0 {
-		j = (*fl)[n-1]
-		*fl = (*fl)[:n-1]
-	} else {
-		j = &job[A, R]{jobs: js}
-		j.t.r = j
-		j.t.join = true
+	f := &js.local[w.id]
+	d := f.depth
+	if d == len(f.frames) {
+		f.grow(js)
 	}
+	j := f.frames[d]
+	f.depth = d + 1
 	j.arg = b
-	// The fork and take-back below repeat Ctx.Join's on purpose: shared as
-	// helpers, which the compiler does not inline, they cost about 3 ns
-	// (13%) more per spawn+join (BenchmarkSpawnJoin).
-	j.t.group, j.t.joiner = c.t.group, w
-	j.t.latch.reset()
-	j.t.born = w.now
-	w.cnt.spawned++
-	w.dq.Push(&j.t)
-	w.rt.notify()
+	j.t.group = c.t.group
+	// The fork and join repeat Ctx.Join's on purpose: shared as helpers,
+	// which the compiler does not inline, they cost a few ns per fork,
+	// more than the rest of an unpromoted one.
+	w.remember(&j.t)
 
-	errA := callJob(c, js.fn, a, &ra)
+	// One deferred recover covers both halves run here: a defer for each
+	// (callJob) cost about 8 ns per Join, as much as the rest of fib's.
+	// state says which half panicked.
+	state := joinRunningA
+	var errA error
+	defer func() {
+		if state != joinDone {
+			err = js.recovered(c, j, b, state, newPanicError(recover()), errA, &rb)
+			f.depth = d
+		}
+	}()
+	ra, errA = js.fn(c, a)
 
 	var errB error
+	if w.forget(&j.t) {
+		state = joinRunningB
+		rb, errB = js.fn(c, b)
+	} else {
+		state = joinWaiting
+		rb, errB = js.joinPromoted(c, j, b)
+	}
+	state = joinDone
+	var zeroA A
+	j.arg, j.t.group = zeroA, nil
+	f.depth = d
+	return ra, rb, firstErr(errA, errB)
+}
+
+// Where a Jobs.Join is, for its deferred recover.
+const (
+	joinRunningA = iota // fn(a) runs; b is remembered or promoted
+	joinRunningB        // b was forgotten and fn(b) runs inline
+	joinWaiting         // b was promoted; joinPromoted recovers its own panics
+	joinDone
+)
+
+// recovered finishes a Join whose half panicked with pe (state says
+// which) and returns the Join's error: pe, or a's error when b panicked
+// after a failed. When a panicked, b still runs here or is waited for,
+// so the job is free again when Join returns.
+func (js *Jobs[A, R]) recovered(c *Ctx, j *job[A, R], b A, state int, pe *PanicError, errA error, rb *R) error {
+	var err error
+	switch state {
+	case joinRunningA:
+		errA = pe
+		if c.w.forget(&j.t) {
+			err = callJob(c, js.fn, b, rb)
+		} else {
+			*rb, err = js.joinPromoted(c, j, b)
+		}
+	case joinRunningB:
+		err = pe
+	default:
+		panic("runtime: Jobs.Join: panic while joining a promoted job: " + pe.Error())
+	}
+	var zeroA A
+	j.arg, j.t.group = zeroA, nil
+	return firstErr(errA, err)
+}
+
+// joinPromoted finishes the Join of a promoted job j: runs b here if j
+// is still on the deque, else waits (helping) for the thief.
+func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) {
+	w := c.w
 	for {
 		p := w.dq.Pop()
 		if p == &j.t {
-			errB = callJob(c, js.fn, b, &rb)
+			err = callJob(c, js.fn, b, &rb)
 			break
 		}
 		if p == nil {
 			c.waitLatch(&j.t)
-			rb, errB = j.res, j.t.err
+			rb, err = j.res, j.t.err
 			break
 		}
 		w.execute(p)
 	}
-	var zeroA A
 	var zeroR R
-	j.arg, j.res, j.t.err, j.t.group, j.t.joiner = zeroA, zeroR, nil, nil, nil
-	*fl = append(*fl, j)
-	return ra, rb, firstErr(errA, errB)
+	j.res, j.t.err, j.t.joiner = zeroR, nil, nil
+	return rb, err
 }
 
 // Run runs fn(arg) as a task on the runtime from outside the workers and

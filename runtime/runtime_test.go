@@ -470,7 +470,8 @@ func TestStatsFoldedAndExactAfterClose(t *testing.T) {
 			mid := rt.Stats() // may lag; must be race-free
 			rt.Close()
 			s := rt.Stats()
-			// fibJoin spawns one job per call with n >= 2; the outer task is injected.
+			// fibJoin forks once per call with n >= 2, and only its
+			// promoted forks are pushed; the outer task is injected.
 			calls := 0
 			var count func(int)
 			count = func(k int) {
@@ -481,8 +482,11 @@ func TestStatsFoldedAndExactAfterClose(t *testing.T) {
 				}
 			}
 			count(n)
-			if s.Total.Spawned != uint64(calls) || s.Total.Injected != 1 {
-				t.Errorf("Spawned %d, Injected %d; want %d and 1", s.Total.Spawned, s.Total.Injected, calls)
+			if s.Total.Forks != uint64(calls) || s.Total.Injected != 1 {
+				t.Errorf("Forks %d, Injected %d; want %d and 1", s.Total.Forks, s.Total.Injected, calls)
+			}
+			if s.Total.Spawned != s.Total.Promoted || s.Total.Promoted > s.Total.Forks {
+				t.Errorf("Spawned %d, Promoted %d, Forks %d: want Spawned = Promoted <= Forks", s.Total.Spawned, s.Total.Promoted, s.Total.Forks)
 			}
 			steals, run, taken := s.Total.stealsTotal(), s.Total.TasksRun, s.Total.StolenFrom
 			if tc.exact && (run != 1+steals || taken != steals) {

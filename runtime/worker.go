@@ -45,6 +45,12 @@ type worker struct {
 	// running task's named group's (labels.go), nil for none.
 	labels context.Context
 
+	// Remembered forks (promote.go): the second halves of the Joins
+	// running on this goroutine's stack, oldest first; forks[:forkBase]
+	// have been promoted to the deque.
+	forks    []*Task
+	forkBase int
+
 	// The coarse clock and periodic balancing (periodic.go).
 	now        int64 // ns since the runtime started, as of the last clock read
 	sinceClock int   // tasks run since that read

@@ -12,12 +12,14 @@ func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs := newFlagSet("numasteal bench forkjoin", stderr)
 	n := fs.IntP("n", "n", 30, "compute fib(`N`)")
 	reps := fs.Int("reps", 7, "alternating rounds; medians are reported")
+	treeN := fs.Int("tree-n", 0, "nodes of the summed tree (0: 10M, or 2^N when N < 23; negative: skip)")
+	sortN := fs.Int("sort-n", 0, "ints to merge-sort (0: 10M, or 2^N when N < 23; negative: skip)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	opts := bench.ForkJoinOptions{N: *n, Reps: *reps}
+	opts := bench.ForkJoinOptions{N: *n, Reps: *reps, TreeN: *treeN, SortN: *sortN}
 	if !*quiet {
 		opts.Progress = progressLine(stderr)
 	}
@@ -40,6 +42,20 @@ func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 	row(fmt.Sprintf("numasteal, %d workers", r.Workers), r.RuntimeAllNs)
 	row("goroutine per call + WaitGroup", r.GoroutinesNs)
 	row("errgroup per call", r.ErrgroupNs)
+	if r.TreeN > 0 {
+		fmt.Fprintf(stdout, "\ntree sum, %d nodes, a fork per node (Jobs)\n", r.TreeN)
+		row := func(name string, ns float64) {
+			fmt.Fprintf(stdout, "%-34s %12.2fms %9.2fx\n", name, ns/1e6, ns/r.TreeSumSerialNs)
+		}
+		row("serial recursion", r.TreeSumSerialNs)
+		row("numasteal, 1 worker", r.TreeSum1WNs)
+		row(fmt.Sprintf("numasteal, %d workers", r.Workers), r.TreeSumAllNs)
+	}
+	if r.SortN > 0 {
+		fmt.Fprintf(stdout, "\nmerge sort, %d ints (Ctx.Join)\n", r.SortN)
+		fmt.Fprintf(stdout, "%-34s %12.2fms %9.2fx\n", "slices.Sort", r.SortSerialNs/1e6, 1.0)
+		fmt.Fprintf(stdout, "%-34s %12.2fms %9.2fx\n", fmt.Sprintf("numasteal, %d workers", r.Workers), r.SortAllNs/1e6, r.SortAllNs/r.SortSerialNs)
+	}
 	fmt.Fprintf(stdout, "\n%-34s %12.1fns\n", "local spawn+join (Ctx.Join)", r.SpawnJoinNs)
 	fmt.Fprintf(stdout, "%-34s %12.1fns\n", "injected task submit->start", r.InjectLatencyNs)
 	fmt.Fprintf(stdout, "\ngoroutines / numasteal(all) = %.1fx\n", r.GoroutinesNs/r.RuntimeAllNs)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/numasteal/numasteal/examples/forkjoin/msort"
 	"github.com/numasteal/numasteal/runtime"
 )
 
@@ -23,7 +23,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("forkjoin", flag.ContinueOnError)
 	n := fs.Int("n", 10_000_000, "number of integers to sort")
 	reps := fs.Int("reps", 5, "rounds, alternating the two sorts")
-	grain := fs.Int("grain", DefaultGrain, "run length handed to slices.Sort")
+	grain := fs.Int("grain", msort.DefaultGrain, "run length handed to slices.Sort")
 	workers := fs.Int("workers", 0, "number of workers (0: one per usable CPU)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -38,7 +38,7 @@ func run(args []string) error {
 	defer rt.Close()
 	ctx := context.Background()
 
-	input := RandomInts(*n, 1)
+	input := msort.RandomInts(*n, 1)
 	want := slices.Clone(input)
 	got := make([]int, *n)
 	var serial, parallel []time.Duration
@@ -50,7 +50,7 @@ func run(args []string) error {
 
 		copy(got, input)
 		start = time.Now()
-		if err := Sort(ctx, rt, got, *grain); err != nil {
+		if err := msort.Sort(ctx, rt, got, *grain); err != nil {
 			return err
 		}
 		parallel = append(parallel, time.Since(start))
@@ -63,16 +63,6 @@ func run(args []string) error {
 	fmt.Printf("  slices.Sort         %10v\n", s.Round(time.Microsecond))
 	fmt.Printf("  numasteal mergesort %10v  (%.2fx)\n", p.Round(time.Microsecond), float64(s)/float64(p))
 	return nil
-}
-
-// RandomInts returns n pseudo-random ints drawn from a PCG seeded with seed.
-func RandomInts(n int, seed uint64) []int {
-	r := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-	s := make([]int, n)
-	for i := range s {
-		s[i] = int(r.Uint64() >> 1)
-	}
-	return s
 }
 
 func median(d []time.Duration) time.Duration {

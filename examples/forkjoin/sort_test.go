@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/numasteal/numasteal/examples/forkjoin/msort"
 	"github.com/numasteal/numasteal/runtime"
 )
 
@@ -32,10 +33,10 @@ const sortN = 10_000_000
 // permutation of the input.
 func TestSortTenMillion(t *testing.T) {
 	rt := newRuntime(t)
-	input := RandomInts(sortN, 42)
+	input := msort.RandomInts(sortN, 42)
 	got := slices.Clone(input)
 	start := time.Now()
-	if err := Sort(context.Background(), rt, got, DefaultGrain); err != nil {
+	if err := msort.Sort(context.Background(), rt, got, msort.DefaultGrain); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Sort of %d ints on %d workers: %v", sortN, rt.Workers(), time.Since(start))
@@ -71,7 +72,7 @@ func TestSortShapes(t *testing.T) {
 		return s
 	}
 	dups := func(n int) []int {
-		s := RandomInts(n, 7)
+		s := msort.RandomInts(n, 7)
 		for i := range s {
 			s[i] %= 5
 		}
@@ -85,18 +86,18 @@ func TestSortShapes(t *testing.T) {
 		{"empty", nil, 4},
 		{"one", []int{3}, 4},
 		{"below grain", []int{3, 1, 2}, 4},
-		{"odd", RandomInts(1001, 1), 4},
-		{"grain 2", RandomInts(777, 2), 2},
+		{"odd", msort.RandomInts(1001, 1), 4},
+		{"grain 2", msort.RandomInts(777, 2), 2},
 		{"duplicates", dups(5000), 8},
-		{"sorted", slices.Sorted(slices.Values(RandomInts(4096, 4))), 8},
+		{"sorted", slices.Sorted(slices.Values(msort.RandomInts(4096, 4))), 8},
 		{"reversed", rev(4099), 8},
 		{"negative", []int{-5, 9, -1 << 62, 1<<62 + 3, 0, -5}, 2},
-		{"default grain", RandomInts(100_003, 3), 0},
+		{"default grain", msort.RandomInts(100_003, 3), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := slices.Clone(tt.in)
-			if err := Sort(context.Background(), rt, got, tt.grain); err != nil {
+			if err := msort.Sort(context.Background(), rt, got, tt.grain); err != nil {
 				t.Fatal(err)
 			}
 			want := slices.Clone(tt.in)
@@ -112,7 +113,7 @@ func TestSortCanceled(t *testing.T) {
 	rt := newRuntime(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := Sort(ctx, rt, RandomInts(100_000, 5), 64)
+	err := msort.Sort(ctx, rt, msort.RandomInts(100_000, 5), 64)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Sort with a canceled context = %v, want context.Canceled", err)
 	}

@@ -1,8 +1,11 @@
-package main
+// Package msort is the parallel merge sort of examples/forkjoin, importable
+// so that numasteal bench forkjoin measures the same code.
+package msort
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/numasteal/numasteal/runtime"
@@ -103,4 +106,14 @@ func mergeSeq(a, b, out []int) {
 	}
 	k += copy(out[k:], a[i:])
 	copy(out[k:], b[j:])
+}
+
+// RandomInts returns n pseudo-random ints drawn from a PCG seeded with seed.
+func RandomInts(n int, seed uint64) []int {
+	r := rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
+	s := make([]int, n)
+	for i := range s {
+		s[i] = int(r.Uint64() >> 1)
+	}
+	return s
 }

@@ -1,0 +1,127 @@
+package runtime
+
+// Lazy forks and their promotion
+//
+// The problem. A fork-join program forks far more often than a thief
+// comes by: fib(30) forks 1.3 million times, and on two workers a handful
+// of its forks are ever stolen. An eager fork (push the second half onto
+// the deque, notify, pop it back at the join) costs two sequentially
+// consistent stores and a load of the park word on every fork, whether
+// or not any worker is there to take the work: 10–20 ns where the call
+// it replaces costs 2, so that fine-grained recursion ran 5–12 times
+// slower than the serial code, on one worker and on all.
+//
+// The idea, from heartbeat scheduling (Acar, Charguéraud, Guatto, Rainey
+// and Sieczkowski, PLDI 2018) and Spice (judofyr/spice): a fork is
+// remembered, not published. Join records the forked half in the
+// worker's own list of remembered forks (worker.forks, owner only: plain
+// loads and stores), runs the first half, and at the join finds the
+// second still remembered and runs it as a plain call. Only a promotion
+// turns a remembered fork into a task that thieves can see: the oldest
+// remembered fork (the outermost, so usually the biggest piece of work,
+// which is what a thief should take) is pushed onto the deque and the
+// park protocol is notified, exactly as a push does (park.go, step 1).
+// Its join then takes it back from the deque or waits for the thief, as
+// every join did before.
+//
+// When to promote: when a thief could use it. Heartbeat scheduling
+// promotes at a fixed rate (every ~100 µs: a per-runtime ticker in
+// Spice, a timer interrupt in the paper), which bounds the overhead but
+// leaves an idle worker waiting up to a beat for work that is there.
+// Lazy binary splitting (Tzannes, Caragea, Barua and Vishkin, PPoPP 2010)
+// splits a loop only when the local deque is empty, the cheap local sign
+// that thieves have taken what was exposed. Here a fork promotes when
+// both hold: the worker's deque is empty, and some worker is spinning or
+// parked (rt.sched is nonzero: the park word every push already reads).
+// Every fork reads rt.sched once — an atomic load, a plain MOV on amd64
+// and arm64, of a word written only when a worker starts or stops
+// spinning or parking — and nothing else unless it is nonzero. While all
+// workers are busy no fork pays more; on a one-worker runtime no fork is
+// ever promoted. A searching worker makes the busy workers' next forks
+// promote, within nanoseconds rather than a beat, and a parked one is
+// woken by the promotion's notify.
+//
+// Why this loses no wake-up. A remembered fork is not a queued task: it
+// is part of the running task, whose worker runs it at the join whatever
+// happens, so park.go's invariant (a queued task has a running owner, a
+// spinner or a worker being woken) does not cover it and need not. A
+// promoted fork is queued, and its promotion is a push followed by
+// notify, step 1 of the protocol unchanged.
+//
+// Why it is race-free. worker.forks and forkBase are touched only by the
+// worker's goroutine (a Ctx is valid only there), like the rest of the
+// owner-only fields; rt.sched is read with sync/atomic. A remembered
+// task's fields are written by its owner before the promoting push, which
+// publishes them to thieves as any push does (internal/deque).
+//
+// Order. The list is a stack in call order: Join pushes at the fork and
+// pops at the join, and nested joins (including those of tasks run while
+// a join helps) finish before the enclosing one. Promotion takes the
+// oldest remembered fork, so the promoted forks are always a prefix of
+// the list, forks[:forkBase], and the deque holds them in the same
+// order, the youngest at its bottom: the join of a promoted fork pops the
+// deque exactly as an eager join did.
+//
+// Rejected designs. (1) A ticker goroutine setting a per-worker heartbeat
+// flag (Spice): it wakes 10,000 times a second even when the runtime is
+// idle (TestIdleRuntimeUsesNoCPU), and an idle worker still waits up to a
+// beat. (2) The worker's coarse clock read every k forks (a countdown,
+// then time.Since): on two workers fib(30) measured slower than the
+// demand signal, because a thief that ran out waits for the next beat;
+// docs/bench-forkjoin.md has the numbers. (3) Promoting the fork being
+// made rather than the oldest (lazy task creation's youngest-first): the
+// thief gets the smallest piece and comes back soon. (4) Making closures
+// stay on the stack while remembered: a promoted fork runs on another
+// goroutine's stack, so its closure must be on the heap, and escape
+// analysis decides that for every call, promoted or not; Jobs carries the
+// argument in a recycled job object instead and allocates nothing.
+
+// remember records t, the second half of a Join, as w's youngest
+// remembered fork, and promotes the oldest remembered fork when a thief
+// could use it. The caller sets t's body and group first. Owner only.
+func (w *worker) remember(t *Task) {
+	w.forks = append(w.forks, t)
+	w.cnt.forks++
+	if w.rt.sched.v.Load() != 0 { // a worker spins or is parked
+		w.promote()
+	}
+}
+
+// forget removes t, which must be w's youngest remembered fork, at its
+// join, and reports whether it was still only remembered (so the caller
+// runs it inline); false means it was promoted and is on the deque or
+// stolen. Owner only.
+func (w *worker) forget(t *Task) bool {
+	n := len(w.forks) - 1
+	if n < 0 || w.forks[n] != t {
+		panic("runtime: Join: remembered forks out of order (a Ctx used outside its call?)")
+	}
+	w.forks[n] = nil
+	w.forks = w.forks[:n]
+	if n < w.forkBase {
+		w.forkBase = n // t was promoted, and so were all older ones
+		return false
+	}
+	return true
+}
+
+// promote pushes w's oldest remembered fork onto its deque if the deque
+// is empty, and notifies like any push (park.go, step 1). Owner only.
+func (w *worker) promote() {
+	if w.forkBase == len(w.forks) || w.stealQ.Len() != 0 {
+		return
+	}
+	t := w.forks[w.forkBase]
+	w.forkBase++
+	t.joiner = w
+	t.latch.reset()
+	w.cnt.promoted++
+	w.push(t) // stamps t.born, counts it spawned, notifies
+}
+
+// wantsSplit reports whether a thief could use work split off now: some
+// worker spins or is parked and w's deque is empty (lazy binary
+// splitting's test, with the demand test of remember). Owner only.
+func (w *worker) wantsSplit() bool {
+	return w.rt.sched.v.Load() != 0 && w.stealQ.Len() == 0
+}
