@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -301,5 +302,69 @@ func TestFaultSIGKILLReturnsTokens(t *testing.T) {
 	}
 	if len(left) > 0 {
 		t.Errorf("left alive after numasteal was killed: %s", strings.Join(left, "; "))
+	}
+}
+
+// TestFaultNestedKillKeepsTheLimit: an outer numasteal run --jobserver
+// -j 4 runs an inner numasteal, which joins the jobserver and runs three
+// jobs on its slot and two tokens; another task SIGKILLs the inner. The
+// inner's watchdog kills its jobs and writes the tokens back, and the
+// inner's task gives its slot back only once every process under it is
+// gone, so the four tasks that follow (they depend on the killer) never
+// run beside a live job of the dead inner beyond the 4 slots. Each
+// follower records, as it starts, how many of the inner's jobs are alive
+// and how many followers run.
+func TestFaultNestedKillKeepsTheLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	inner := writeFile(t, dir, "inner.txt", strings.Repeat("echo $$ >> "+dir+"/innerjobs; exec sleep 1000\n", 3))
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	follower := `touch ` + dir + `/run.$$; n=0; for p in $(cat ` + dir + `/innerjobs); do kill -0 $p 2>/dev/null && n=$((n+1)); done; ` +
+		`echo "$n $(ls ` + dir + `/run.* | wc -l)" >> ` + dir + `/samples; sleep 0.3; rm ` + dir + `/run.$$`
+	graph := `{"tasks": [` +
+		`{"id": "inner", "shell": ` + quote(cliCommand()+" run --history= --progress=none -j 0 "+inner+" & echo $! > "+dir+"/innerpid; wait") + `},` +
+		`{"id": "killer", "shell": ` + quote(`while [ "$(cat `+dir+`/innerjobs 2>/dev/null | wc -l)" -lt 3 ]; do sleep 0.01; done; kill -9 $(cat `+dir+`/innerpid)`) + `}`
+	for i := range 4 {
+		graph += fmt.Sprintf(`, {"id": "f%d", "shell": %s, "deps": ["killer"]}`, i, quote(follower))
+	}
+	graph += "]}"
+	g := writeFile(t, dir, "outer.json", graph)
+	tag := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	cmd := exec.Command(os.Args[0], "-test.run=TestJobserverHelperProcess", "--",
+		"run", "--history=", "--progress=none", "--jobserver", "-j", "4", "-k", g)
+	cmd.Env = cleanEnv(envCLI+"=1", envFaultTag+"="+tag)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the outer run did not end; stderr:\n%s", stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "samples"))
+	if err != nil {
+		t.Fatalf("no follower ran (%v); stderr:\n%s", err, stderr.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var alive, running int
+		if _, err := fmt.Sscan(line, &alive, &running); err != nil {
+			t.Fatalf("sample %q: %v", line, err)
+		}
+		// While any job of the inner lives, the inner's task holds its
+		// slot (the first job's) and each further job a token: alive
+		// slots, beside the followers' own.
+		t.Logf("follower started: %d inner jobs alive, %d followers running", alive, running)
+		if running+alive > 4 {
+			t.Errorf("a follower started with %d of the killed inner's jobs alive and %d followers running: more than 4 jobs", alive, running)
+		}
+	}
+	if left := taggedProcesses(tag); len(left) > 0 {
+		t.Errorf("left alive: %s", strings.Join(left, "; "))
 	}
 }
