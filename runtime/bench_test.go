@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"context"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Micro-benchmarks of the runtime's own operations, in benchstat format:
@@ -203,5 +206,39 @@ func BenchmarkClockRead(b *testing.B) {
 	}
 	if sink < 0 {
 		b.Fatal("clock ran backwards")
+	}
+}
+
+// BenchmarkOutsideGroup4 is the shape an embedder that serves requests
+// submits: a group of 4 empty tasks injected from a goroutine that is not
+// a worker, and Group.Wait. Compare with BenchmarkErrgroup4.
+func BenchmarkOutsideGroup4(b *testing.B) {
+	b.ReportAllocs()
+	rt := benchRuntime(b, 0)
+	for b.Loop() {
+		g := rt.Group(context.Background())
+		for range 4 {
+			g.Go(benchNop)
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkErrgroup4 is BenchmarkOutsideGroup4's shape on
+// golang.org/x/sync/errgroup, limited to one goroutine per CPU.
+func BenchmarkErrgroup4(b *testing.B) {
+	b.ReportAllocs()
+	nop := func() error { return nil }
+	for b.Loop() {
+		var g errgroup.Group
+		g.SetLimit(goruntime.NumCPU())
+		for range 4 {
+			g.Go(nop)
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
