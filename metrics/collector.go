@@ -28,6 +28,7 @@ type RuntimeCollector struct {
 	crossSteals, crossMigrations, crossPull *prometheus.Desc
 	parks, wakeups                          *prometheus.Desc
 	workers, busy, queued                   *prometheus.Desc
+	parked, spinning                        *prometheus.Desc
 }
 
 // NewRuntimeCollector returns a collector of rt. Scraping it after rt has
@@ -50,6 +51,8 @@ func NewRuntimeCollector(rt *runtime.Runtime) *RuntimeCollector {
 		workers:         desc("workers", "Workers of the runtime."),
 		busy:            desc("busy_workers", "Workers running a task at scrape time."),
 		queued:          desc("queued_tasks", "Tasks waiting in the workers' queues at scrape time, by NUMA node.", "node"),
+		parked:          desc("parked_workers", "Workers parked (asleep, waiting for work) at scrape time."),
+		spinning:        desc("spinning_workers", "Workers searching for work to steal at scrape time."),
 	}
 }
 
@@ -57,7 +60,7 @@ func NewRuntimeCollector(rt *runtime.Runtime) *RuntimeCollector {
 func (c *RuntimeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.tasksRun, c.spawned, c.injected, c.stolen,
 		c.steals, c.failedSteals, c.pulls, c.crossSteals, c.crossMigrations, c.crossPull,
-		c.parks, c.wakeups, c.workers, c.busy, c.queued} {
+		c.parks, c.wakeups, c.workers, c.busy, c.queued, c.parked, c.spinning} {
 		ch <- d
 	}
 }
@@ -96,6 +99,8 @@ func (c *RuntimeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.workers, prometheus.GaugeValue, float64(len(s.Workers)))
 	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, float64(busy))
+	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(s.Parked))
+	ch <- prometheus.MustNewConstMetric(c.spinning, prometheus.GaugeValue, float64(s.Spinning))
 	for node, n := range queued {
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(n), nodeLabel(node))
 	}

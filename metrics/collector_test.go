@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -61,6 +62,17 @@ func TestRuntimeCounters(t *testing.T) {
 	}
 	if err := rt.Go(context.Background(), func(x *runtime.Ctx) error { fib(x, 18); return nil }).Wait(); err != nil {
 		t.Fatal(err)
+	}
+	// An idle runtime's workers all park: the gauge reads that.
+	parked := func() float64 {
+		return testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
+			collectOnly(c, "numasteal_parked_workers", ch)
+		}))
+	}
+	for deadline := time.Now().Add(30 * time.Second); parked() != float64(rt.Workers()); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("parked_workers = %v after 30 s idle, want %d", parked(), rt.Workers())
+		}
 	}
 	rt.Close() // every worker folds its counters
 	if n := testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {

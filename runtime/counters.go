@@ -124,6 +124,10 @@ type Stats struct {
 	Workers []WorkerStats
 	// Total sums Workers.
 	Total WorkerStats
+	// Parked and Spinning are how many workers are parked, and how many
+	// are searching for work (park.go's nmspinning), at the moment of the
+	// snapshot: gauges, not counts. Both come from one load.
+	Parked, Spinning int
 }
 
 // WorkerStats are one worker's counts (or a sum, in Stats.Total).
@@ -172,9 +176,12 @@ func (s *WorkerStats) stealsTotal() uint64 {
 // most one fold (defaultFoldEvery tasks) behind.
 func (rt *Runtime) Stats() Stats {
 	n := len(rt.levels)
+	spinning, parked := rt.sched.load()
 	s := Stats{
-		Levels:  append([]string(nil), rt.levels...),
-		Workers: make([]WorkerStats, len(rt.workers)),
+		Parked:   int(parked),
+		Spinning: int(spinning),
+		Levels:   append([]string(nil), rt.levels...),
+		Workers:  make([]WorkerStats, len(rt.workers)),
 		Total: WorkerStats{ID: -1, CPU: -1, Node: -1,
 			Steals: make([]uint64, n), FailedSteals: make([]uint64, n), Pulls: make([]uint64, n)},
 	}
