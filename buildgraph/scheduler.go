@@ -62,7 +62,7 @@ type Limits struct {
 // as counters, and PathLeft is the top of a heap of the running tasks. The
 // tasks' state sits behind one mutex, held for a few hundred nanoseconds a
 // call: a process runner forks thousands of times slower, so a finer lock
-// would buy nothing measurable (see docs/bench-scale.md).
+// would buy nothing measurable (docs/BENCHMARKS.md, "Build scheduler scale").
 type Scheduler struct {
 	g      *Graph
 	lim    Limits

@@ -68,7 +68,7 @@ package runtime
 // beat. (2) The worker's coarse clock read every k forks (a countdown,
 // then time.Since): on two workers fib(30) measured slower than the
 // demand signal, because a thief that ran out waits for the next beat;
-// docs/bench-forkjoin.md has the numbers. (3) Promoting the fork being
+// docs/BENCHMARKS.md, "Fork-join", has the numbers. (3) Promoting the fork being
 // made rather than the oldest (lazy task creation's youngest-first): the
 // thief gets the smallest piece and comes back soon. (4) Making closures
 // stay on the stack while remembered: a promoted fork runs on another

@@ -9,8 +9,8 @@ import (
 )
 
 // runLaunch is "numasteal launch COMMAND ARGS...": package launch, from
-// the full binary. Build systems should prefer the small numasteal-launch
-// binary, which starts in a third of the time (docs/bench-launch.md).
+// the full binary. numasteal-launch is the same in a binary that links
+// only package launch (docs/BENCHMARKS.md, "Launcher overhead").
 // There are no flags: everything after "launch" is the command.
 func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
