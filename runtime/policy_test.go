@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,7 +113,12 @@ func TestPoliciesRunEveryTaskOnce(t *testing.T) {
 }
 
 // TestCrossNodeStealsCounted: on a virtual 8-node machine, Flat steals
-// across nodes, and the counters say so.
+// across nodes, and the counters say so. The work is 64 children pushed
+// by a task that then blocks (not helping) until they all ran: other
+// workers must steal every one, and with Flat's random victims the 15
+// thieves are on other nodes but one. (A ParallelFor would not do: its
+// lazy splitting may leave nothing to steal, one CPU running all the
+// virtual workers.)
 func TestCrossNodeStealsCounted(t *testing.T) {
 	testenv.RequireShared(t)
 	topo, err := topology.Discover(topology.WithRoot(corpus.Extract(t, "16amd64-8n2c")))
@@ -119,12 +126,20 @@ func TestCrossNodeStealsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := newTestRuntime(t, Config{Topology: topo, Policy: balance.Flat{}})
-	for range 20 {
-		err := parallelFor(rt, context.Background(), 0, 4096, 1, func(c *Ctx, lo, hi int) error {
-			burn(2000)
-			return nil
+	for round := range 20 {
+		g := rt.Group(context.Background())
+		g.Go(func(c *Ctx) error {
+			const n = 64
+			var ran sync.WaitGroup
+			ran.Add(n)
+			all := make(chan struct{})
+			go func() { ran.Wait(); close(all) }()
+			for range n {
+				c.Go(g, func(*Ctx) error { burn(2000); ran.Done(); return nil })
+			}
+			return awaitRan(rt, all, fmt.Sprintf("round %d: the children of a blocked task", round))
 		})
-		if err != nil {
+		if err := g.Wait(); err != nil {
 			t.Fatal(err)
 		}
 		if s := rt.Stats(); s.Total.CrossNodeSteals > 0 {
