@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // envFaultTag marks every process of one fault scenario: the numasteal
@@ -257,15 +255,7 @@ func TestFaultSIGKILLReturnsTokens(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=TestJobserverHelperProcess", "--",
 		"run", "--history=", "--progress=none", "-j", "0", cmds)
 	cmd.Env = cleanEnv(envCLI+"=1", envFaultTag+"="+tag, "MAKEFLAGS= -j3 --jobserver-auth=3,4")
-	for _, fd := range fds {
-		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := os.NewFile(uintptr(d), "jobserver")
-		defer f.Close()
-		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
-	}
+	passJobserver(t, cmd, fds)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -401,15 +401,7 @@ func TestJobserverClientSIGINT(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=TestJobserverHelperProcess", "--",
 		"run", "--history=", "--progress=none", "-j", "0", cmds)
 	cmd.Env = cleanEnv(envCLI+"=1", "MAKEFLAGS= -j3 --jobserver-auth=3,4")
-	for _, fd := range fds {
-		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := os.NewFile(uintptr(d), "jobserver")
-		defer f.Close()
-		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
-	}
+	passJobserver(t, cmd, fds)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -482,5 +474,20 @@ func TestJobserverFlags(t *testing.T) {
 	code, _, stderr := runCmd(t, dir, "--jobserver", "--jobserver-style", "socket", cmds)
 	if code != exitUsage || !strings.Contains(stderr, `unknown --jobserver-style "socket" (want pipe or fifo)`) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// passJobserver gives cmd copies of the jobserver pipe's descriptors fds
+// as its descriptors 3 and 4, closed when the test ends.
+func passJobserver(t *testing.T, cmd *exec.Cmd, fds [2]int) {
+	t.Helper()
+	for _, fd := range fds {
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := os.NewFile(uintptr(d), "jobserver")
+		t.Cleanup(func() { f.Close() })
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	}
 }
