@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -306,4 +307,20 @@ func (e *env) statusOrZero(key string) string {
 		return "0"
 	}
 	return e.status(key)
+}
+
+// TestLauncherIsStatic: the launcher starts before every compile, so it
+// must not need the dynamic loader (package net would link cgo and make
+// it a dynamic executable, a millisecond more per job).
+func TestLauncherIsStatic(t *testing.T) {
+	f, err := elf.Open(filepath.Join(binDir, "numasteal-launch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("numasteal-launch has a program interpreter (dynamically linked): something it imports links cgo")
+		}
+	}
 }
