@@ -187,6 +187,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return rfCode
 	}
+	if rf != nil {
+		ms.watchFarm(rf.farm)
+	}
 
 	start := time.Now()
 	var trace *buildgraph.TraceWriter
@@ -203,7 +206,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Trace:         trace,
 		Process:       proc.Config{Pin: pin, Grace: f.grace, Supervisor: sup},
 		Jobserver:     js,
-		Progress:      disp.update,
+		Progress:      ms.progressed(disp.update),
 		ProgressEvery: disp.every(),
 		Started:       disp.started,
 		Runner:        ms.watch,

@@ -7,12 +7,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/buildrun"
+	"github.com/numasteal/numasteal/farm"
 	"github.com/numasteal/numasteal/metrics"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
@@ -26,6 +30,9 @@ type metricsServer struct {
 	reg  *prometheus.Registry
 	srv  *http.Server
 	done chan struct{}
+
+	mu       sync.Mutex
+	progress buildgraph.Progress // the last one the run reported
 }
 
 // serveMetrics listens on addr and serves rt's metrics there until close;
@@ -42,6 +49,7 @@ func serveMetrics(addr string, rt *runtime.Runtime, stderr io.Writer) (*metricsS
 	m := &metricsServer{reg: prometheus.NewRegistry(), done: make(chan struct{})}
 	m.reg.MustRegister(
 		metrics.NewRuntimeCollector(rt),
+		metrics.NewBuildCollector(m.lastProgress),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -63,6 +71,33 @@ func serveMetrics(addr string, rt *runtime.Runtime, stderr io.Writer) (*metricsS
 func (m *metricsServer) watch(r *proc.Runner) {
 	if m != nil {
 		m.reg.MustRegister(metrics.NewRunnerCollector(r))
+	}
+}
+
+// progressed wraps the run's Progress callback: the build's metrics read
+// the progress it was last given.
+func (m *metricsServer) progressed(next func(buildrun.Status)) func(buildrun.Status) {
+	if m == nil {
+		return next
+	}
+	return func(s buildrun.Status) {
+		m.mu.Lock()
+		m.progress = s.Progress
+		m.mu.Unlock()
+		next(s)
+	}
+}
+
+func (m *metricsServer) lastProgress() buildgraph.Progress {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.progress
+}
+
+// watchFarm adds the farm's hosts to the metrics; nil does nothing.
+func (m *metricsServer) watchFarm(f *farm.Farm) {
+	if m != nil && f != nil {
+		m.reg.MustRegister(metrics.NewFarmCollector(f))
 	}
 }
 

@@ -85,7 +85,7 @@ func TestRunServesMetrics(t *testing.T) {
 	var second map[string]float64
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		second = scrape(t, url)
-		if second["numasteal_tasks_run_total"] > first["numasteal_tasks_run_total"] {
+		if second["numasteal_tasks_run_total"] > first["numasteal_tasks_run_total"] && second[`numasteal_build_tasks_done{outcome="succeeded"}`] > 0 {
 			break
 		}
 	}
@@ -93,6 +93,10 @@ func TestRunServesMetrics(t *testing.T) {
 		if _, ok := second[name]; !ok {
 			t.Errorf("%s not served", name)
 		}
+	}
+	// The build's progress: 40 tasks, done ones counted as they end.
+	if got := second[`numasteal_build_tasks_done{outcome="succeeded"}`]; got < 1 || got > 40 {
+		t.Errorf(`build_tasks_done{outcome="succeeded"} = %v during the run, want 1 to 40`, got)
 	}
 	if second["numasteal_process_slots"] != 1 {
 		t.Errorf("process_slots = %v, want 1 (-j1)", second["numasteal_process_slots"])

@@ -1,0 +1,103 @@
+package metrics
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/farm"
+)
+
+// BuildCollector is a prometheus.Collector of a build's progress: its
+// tasks by state, and the slots and memory the running tasks hold (the
+// memory the scheduler admitted against its limit). progress is called
+// at each scrape; it must be safe for concurrent use and cheap (a
+// buildgraph.Scheduler's Progress reads counters kept as the run goes).
+type BuildCollector struct {
+	progress    func() buildgraph.Progress
+	tasks, done *prometheus.Desc
+	slots, mem  *prometheus.Desc
+}
+
+// NewBuildCollector returns a collector of the progress progress returns.
+func NewBuildCollector(progress func() buildgraph.Progress) *BuildCollector {
+	return &BuildCollector{
+		progress: progress,
+		tasks:    desc("build_tasks", "Tasks of the build without an outcome, by state: waiting (a dependency is not done), ready (waiting for slots or memory), running.", "state"),
+		done:     desc("build_tasks_done", "Tasks of the build with an outcome, by outcome.", "outcome"),
+		slots:    desc("build_slots_used", "CPU slots the build's running tasks hold."),
+		mem:      desc("build_memory_admitted_bytes", "Memory the build's running tasks declared, which the scheduler admitted against its limit."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *BuildCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tasks, c.done, c.slots, c.mem} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *BuildCollector) Collect(ch chan<- prometheus.Metric) {
+	p := c.progress()
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	gauge(c.tasks, p.Waiting, "waiting")
+	gauge(c.tasks, p.Ready, "ready")
+	gauge(c.tasks, p.Running, "running")
+	for o := buildgraph.Outcome(0); o < buildgraph.NumOutcomes; o++ {
+		if o != buildgraph.Unfinished {
+			gauge(c.done, p.Done[o], strings.ReplaceAll(o.String(), " ", "_"))
+		}
+	}
+	gauge(c.slots, p.SlotsUsed)
+	gauge(c.mem, p.MemUsedMB<<20)
+}
+
+// FarmCollector is a prometheus.Collector of a compile farm's hosts: up
+// or backing off, slots in use, jobs and host faults, placement score.
+type FarmCollector struct {
+	f                         *farm.Farm
+	up, running, slots, score *prometheus.Desc
+	jobs, failures            *prometheus.Desc
+}
+
+// NewFarmCollector returns a collector of f.
+func NewFarmCollector(f *farm.Farm) *FarmCollector {
+	return &FarmCollector{
+		f:        f,
+		up:       desc("farm_host_up", "1 while the farm host takes jobs, 0 while it backs off after a fault.", "host"),
+		running:  desc("farm_host_slots_used", "Jobs running on the farm host.", "host"),
+		slots:    desc("farm_host_slots", "Jobs the farm host may run at once (its /LIMIT).", "host"),
+		score:    desc("farm_host_score", "The farm host's placement score: the reciprocal of its expected seconds per job (0 while down).", "host"),
+		jobs:     desc("farm_host_jobs_total", "Jobs the farm host compiled.", "host"),
+		failures: desc("farm_host_failures_total", "Host faults of the farm host (connect, protocol, time-out).", "host"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *FarmCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.running, c.slots, c.score, c.jobs, c.failures} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *FarmCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, h := range c.f.Stats(time.Now()) {
+		host := h.Host.Addr()
+		up := 1.0
+		if h.Down {
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, host)
+		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(h.Running), host)
+		ch <- prometheus.MustNewConstMetric(c.slots, prometheus.GaugeValue, float64(h.Host.Slots), host)
+		ch <- prometheus.MustNewConstMetric(c.score, prometheus.GaugeValue, h.Score, host)
+		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.CounterValue, float64(h.Jobs), host)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.Failures), host)
+	}
+}

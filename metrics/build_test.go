@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/farm"
+)
+
+func lint(t *testing.T, c prometheus.Collector) {
+	t.Helper()
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestBuildCollector(t *testing.T) {
+	var p buildgraph.Progress
+	p.Total, p.Waiting, p.Ready, p.Running = 10, 3, 2, 1
+	p.Done[buildgraph.Succeeded], p.Done[buildgraph.NotRun] = 3, 1
+	p.SlotsUsed, p.MemUsedMB = 2, 512
+	c := NewBuildCollector(func() buildgraph.Progress { return p })
+	lint(t, c)
+	want := `
+# HELP numasteal_build_memory_admitted_bytes Memory the build's running tasks declared, which the scheduler admitted against its limit.
+# TYPE numasteal_build_memory_admitted_bytes gauge
+numasteal_build_memory_admitted_bytes 5.36870912e+08
+# HELP numasteal_build_tasks Tasks of the build without an outcome, by state: waiting (a dependency is not done), ready (waiting for slots or memory), running.
+# TYPE numasteal_build_tasks gauge
+numasteal_build_tasks{state="ready"} 2
+numasteal_build_tasks{state="running"} 1
+numasteal_build_tasks{state="waiting"} 3
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "numasteal_build_tasks", "numasteal_build_memory_admitted_bytes"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(c, "numasteal_build_tasks_done"); n != int(buildgraph.NumOutcomes)-1 {
+		t.Errorf("%d build_tasks_done series, want one per outcome", n)
+	}
+}
+
+func TestFarmCollector(t *testing.T) {
+	f := farm.New([]farm.Host{{Name: "a", Port: 3632, Slots: 4}, {Name: "b", Port: 3632, Slots: 2}}, farm.Config{})
+	now := time.Now()
+	l, ok := f.Acquire(now)
+	if !ok {
+		t.Fatal("no farm slot")
+	}
+	f.Release(l, farm.Outcome{HostFault: true}, now) // that host backs off
+	c := NewFarmCollector(f)
+	lint(t, c)
+	if n := testutil.CollectAndCount(c, "numasteal_farm_host_up"); n != 2 {
+		t.Errorf("%d farm_host_up series, want one per host", n)
+	}
+	up := map[string]float64{}
+	for _, h := range f.Stats(now) {
+		v := 1.0
+		if h.Down {
+			v = 0
+		}
+		up[h.Host.Addr()] = v
+	}
+	var b strings.Builder
+	b.WriteString("# HELP numasteal_farm_host_up 1 while the farm host takes jobs, 0 while it backs off after a fault.\n# TYPE numasteal_farm_host_up gauge\n")
+	for _, h := range []string{"a:3632", "b:3632"} {
+		b.WriteString("numasteal_farm_host_up{host=\"" + h + "\"} ")
+		if up[h] == 1 {
+			b.WriteString("1\n")
+		} else {
+			b.WriteString("0\n")
+		}
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(b.String()), "numasteal_farm_host_up"); err != nil {
+		t.Error(err)
+	}
+	if up[l.Host.Addr()] != 0 {
+		t.Errorf("the host with a fault is up: %v", up)
+	}
+}
