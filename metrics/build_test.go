@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/farm"
+	"github.com/numasteal/numasteal/launch/daemon"
 )
 
 func lint(t *testing.T, c prometheus.Collector) {
@@ -84,5 +86,27 @@ func TestFarmCollector(t *testing.T) {
 	}
 	if up[l.Host.Addr()] != 0 {
 		t.Errorf("the host with a fault is up: %v", up)
+	}
+}
+
+func TestDaemonCollector(t *testing.T) {
+	st := daemon.Status{Slots: 2, MemBudget: 1 << 20, MemUsed: 256 << 10, Done: 7,
+		Running: []daemon.JobStatus{{ID: 1}}, Waiting: []daemon.BuildQueue{{Build: "make:1", Waiting: 3}}}
+	c := NewDaemonCollector(func() (daemon.Status, error) { return st, nil })
+	lint(t, c)
+	want := `
+# HELP numasteal_daemon_jobs_waiting Jobs waiting for a slot or memory, by build.
+# TYPE numasteal_daemon_jobs_waiting gauge
+numasteal_daemon_jobs_waiting{build="make:1"} 3
+# HELP numasteal_daemon_memory_held_bytes Memory the running jobs are expected to need (learned peak RSS, or a first guess).
+# TYPE numasteal_daemon_memory_held_bytes gauge
+numasteal_daemon_memory_held_bytes 2.68435456e+08
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "numasteal_daemon_jobs_waiting", "numasteal_daemon_memory_held_bytes"); err != nil {
+		t.Error(err)
+	}
+	down := NewDaemonCollector(func() (daemon.Status, error) { return daemon.Status{}, errors.New("no daemon") })
+	if n := testutil.CollectAndCount(down); n != 0 {
+		t.Errorf("%d metrics from a daemon that does not answer, want none", n)
 	}
 }

@@ -42,28 +42,36 @@ func serveMetrics(addr string, rt *runtime.Runtime, stderr io.Writer) (*metricsS
 	if addr == "" {
 		return nil, nil
 	}
+	m := &metricsServer{}
+	if err := m.start(addr, "numasteal run", stderr, metrics.NewRuntimeCollector(rt), metrics.NewBuildCollector(m.lastProgress)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// start serves cs, with the Go and process collectors, on addr until
+// close; prog names the command in messages.
+func (m *metricsServer) start(addr, prog string, stderr io.Writer, cs ...prometheus.Collector) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics: %w", err)
+		return fmt.Errorf("--metrics: %w", err)
 	}
-	m := &metricsServer{reg: prometheus.NewRegistry(), done: make(chan struct{})}
-	m.reg.MustRegister(
-		metrics.NewRuntimeCollector(rt),
-		metrics.NewBuildCollector(m.lastProgress),
+	m.reg, m.done = prometheus.NewRegistry(), make(chan struct{})
+	m.reg.MustRegister(append(cs,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	)...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(m.done)
 		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "numasteal run: --metrics: %v\n", err)
+			fmt.Fprintf(stderr, "%s: --metrics: %v\n", prog, err)
 		}
 	}()
-	fmt.Fprintf(stderr, "numasteal run: metrics at http://%s/metrics\n", ln.Addr())
-	return m, nil
+	fmt.Fprintf(stderr, "%s: metrics at http://%s/metrics\n", prog, ln.Addr())
+	return nil
 }
 
 // watch is the buildrun.Options.Runner callback: the run's process runner

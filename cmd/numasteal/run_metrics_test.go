@@ -6,6 +6,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -109,5 +111,46 @@ func TestRunServesMetrics(t *testing.T) {
 	}
 	if _, err := http.Get(url); err == nil {
 		t.Errorf("metrics still served after the run")
+	}
+}
+
+// numasteal serve --metrics serves the daemon's slots and memory, asking
+// its own socket at each scrape, and stops with the daemon.
+func TestServeServesMetrics(t *testing.T) {
+	dir := t.TempDir()
+	sockDir := filepath.Join(dir, "ns")
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NUMASTEAL_SOCKET", filepath.Join(sockDir, "sock"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- dispatch(ctx, []string{"serve", "--slots", "3", "--idle", "0", "--metrics", "127.0.0.1:0"}, &stdout, &stderr)
+	}()
+	addr := regexp.MustCompile(`metrics at (http://\S+/metrics)`)
+	var url string
+	var slots float64
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if url == "" {
+			if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+				url = m[1]
+			}
+			continue
+		}
+		// The metrics may be up before the daemon's socket: then a
+		// scrape has no daemon series yet.
+		if slots = scrape(t, url)["numasteal_daemon_slots"]; slots != 0 {
+			break
+		}
+	}
+	if slots != 3 {
+		t.Fatalf("daemon_slots = %v (url %q), want 3; stderr:\n%s", slots, url, stderr.String())
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("serve exit %d; stderr:\n%s", code, stderr.String())
 	}
 }

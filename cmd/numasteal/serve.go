@@ -11,6 +11,7 @@ import (
 
 	"github.com/numasteal/numasteal/launch"
 	"github.com/numasteal/numasteal/launch/daemon"
+	"github.com/numasteal/numasteal/metrics"
 )
 
 // runServe is "numasteal serve": the per-user daemon of the launchers
@@ -22,6 +23,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	idle := fs.Duration("idle", 5*time.Minute, "exit after this long with no launcher connected (0: never)")
 	trace := fs.String("trace", "", "write the Chrome trace of every admitted job to `file` on exit")
 	history := fs.String("history", "", "peak-RSS history `file` (default: peak-rss beside the socket)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics (slots, running and waiting jobs, memory) at `ADDR`/metrics, e.g. 127.0.0.1:9465")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -39,6 +41,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 		cfg.Mem = b
+	}
+	if *metricsAddr != "" {
+		ms := &metricsServer{}
+		status := func() (daemon.Status, error) { return daemonStatus(cfg.Paths.Socket) }
+		if err := ms.start(*metricsAddr, "numasteal serve", stderr, metrics.NewDaemonCollector(status)); err != nil {
+			fmt.Fprintf(stderr, "numasteal serve: %v\n", err)
+			return exitUsage
+		}
+		defer ms.close()
 	}
 	if err := daemon.Serve(ctx, cfg); err != nil {
 		if errors.Is(err, daemon.ErrRunning) {

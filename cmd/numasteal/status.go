@@ -20,16 +20,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	p := launch.PathsFromEnv(os.Getenv)
-	c, err := launch.Dial(p.Socket)
+	js, err := daemonStatusJSON(p.Socket)
 	if err != nil {
-		fmt.Fprintf(stderr, "numasteal status: no daemon on %s: %v\n", p.Socket, err)
-		return exitFail
-	}
-	defer c.Close()
-	m, err := c.Call(launch.NewMsg("status"))
-	js, ok := m.Get("json")
-	if err != nil || m.Verb != "status" || !ok {
-		fmt.Fprintf(stderr, "numasteal status: bad answer %v %v\n", m, err)
+		fmt.Fprintf(stderr, "numasteal status: %v\n", err)
 		return exitFail
 	}
 	if *asJSON {
@@ -56,4 +49,29 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stdout, "  waiting %d  build %s\n", q.Waiting, q.Build)
 	}
 	return exitOK
+}
+
+// daemonStatusJSON asks the daemon on socket for its status, as JSON.
+func daemonStatusJSON(socket string) (string, error) {
+	c, err := launch.Dial(socket)
+	if err != nil {
+		return "", fmt.Errorf("no daemon on %s: %w", socket, err)
+	}
+	defer c.Close()
+	m, err := c.Call(launch.NewMsg("status"))
+	js, ok := m.Get("json")
+	if err != nil || m.Verb != "status" || !ok {
+		return "", fmt.Errorf("bad answer from the daemon on %s: %v %v", socket, m, err)
+	}
+	return js, nil
+}
+
+// daemonStatus is daemonStatusJSON decoded.
+func daemonStatus(socket string) (daemon.Status, error) {
+	var st daemon.Status
+	js, err := daemonStatusJSON(socket)
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal([]byte(js), &st)
 }

@@ -1,0 +1,57 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/numasteal/numasteal/launch/daemon"
+)
+
+// DaemonCollector is a prometheus.Collector of the launchers' daemon
+// (numasteal serve): its slots, running jobs, waiting jobs per build,
+// memory budget and the memory its running jobs hold. status is called at
+// each scrape (numasteal serve asks its own socket); a scrape whose
+// status fails reports nothing.
+type DaemonCollector struct {
+	status                  func() (daemon.Status, error)
+	slots, running, waiting *prometheus.Desc
+	budget, held, done      *prometheus.Desc
+}
+
+// NewDaemonCollector returns a collector of what status reports.
+func NewDaemonCollector(status func() (daemon.Status, error)) *DaemonCollector {
+	return &DaemonCollector{
+		status:  status,
+		slots:   desc("daemon_slots", "Jobs the daemon lets run at once, over every build on the machine."),
+		running: desc("daemon_jobs_running", "Jobs running under the daemon's slots."),
+		waiting: desc("daemon_jobs_waiting", "Jobs waiting for a slot or memory, by build.", "build"),
+		budget:  desc("daemon_memory_budget_bytes", "The daemon's memory budget."),
+		held:    desc("daemon_memory_held_bytes", "Memory the running jobs are expected to need (learned peak RSS, or a first guess)."),
+		done:    desc("daemon_jobs_done_total", "Jobs the daemon has seen end."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *DaemonCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.slots, c.running, c.waiting, c.budget, c.held, c.done} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *DaemonCollector) Collect(ch chan<- prometheus.Metric) {
+	st, err := c.status()
+	if err != nil {
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(c.slots, float64(st.Slots))
+	gauge(c.running, float64(len(st.Running)))
+	for _, q := range st.Waiting {
+		gauge(c.waiting, float64(q.Waiting), q.Build)
+	}
+	gauge(c.budget, float64(st.MemBudget<<10))
+	gauge(c.held, float64(st.MemUsed<<10))
+	ch <- prometheus.MustNewConstMetric(c.done, prometheus.CounterValue, float64(st.Done))
+}
