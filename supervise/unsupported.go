@@ -26,47 +26,65 @@ type Task struct{}
 func New(o Options) (*Supervisor, error) { return nil, ErrUnsupported }
 
 // RunID is unsupported here; see the Linux documentation.
-func (s *Supervisor) RunID() string          { return "" }
+func (s *Supervisor) RunID() string { return "" }
+
 // Mechanisms is unsupported here; see the Linux documentation.
 func (s *Supervisor) Mechanisms() Mechanisms { return Mechanisms{} }
+
 // Start is unsupported here; see the Linux documentation.
 func (s *Supervisor) Start(ctx context.Context, cmd *exec.Cmd) (*Task, error) {
 	return nil, ErrUnsupported
 }
+
 // StartPlaced is unsupported here; see the Linux documentation.
 func (s *Supervisor) StartPlaced(ctx context.Context, cmd *exec.Cmd, p affinity.Placement) (*Task, error) {
 	return nil, ErrUnsupported
 }
+
 // KillAll is unsupported here; see the Linux documentation.
-func (s *Supervisor) KillAll()                    {}
+func (s *Supervisor) KillAll() {}
+
 // StopTasks is unsupported here; see the Linux documentation.
-func (s *Supervisor) StopTasks() error            { return ErrUnsupported }
+func (s *Supervisor) StopTasks() error { return ErrUnsupported }
+
 // ContinueTasks is unsupported here; see the Linux documentation.
-func (s *Supervisor) ContinueTasks() error        { return ErrUnsupported }
+func (s *Supervisor) ContinueTasks() error { return ErrUnsupported }
+
 // TempPath is unsupported here; see the Linux documentation.
 func (s *Supervisor) TempPath(path string) func() { return func() {} }
+
 // SetTokens is unsupported here; see the Linux documentation.
-func (s *Supervisor) SetTokens(n int)             {}
+func (s *Supervisor) SetTokens(n int) {}
+
 // Close is unsupported here; see the Linux documentation.
-func (s *Supervisor) Close() error                { return nil }
+func (s *Supervisor) Close() error { return nil }
+
 // ID is unsupported here; see the Linux documentation.
-func (t *Task) ID() string                        { return "" }
+func (t *Task) ID() string { return "" }
+
 // Pid is unsupported here; see the Linux documentation.
-func (t *Task) Pid() int                          { return -1 }
+func (t *Task) Pid() int { return -1 }
+
 // Cgroup is unsupported here; see the Linux documentation.
-func (t *Task) Cgroup() string                    { return "" }
+func (t *Task) Cgroup() string { return "" }
+
 // Exited is unsupported here; see the Linux documentation.
-func (t *Task) Exited() <-chan struct{}           { return nil }
+func (t *Task) Exited() <-chan struct{} { return nil }
+
 // Done is unsupported here; see the Linux documentation.
-func (t *Task) Done() <-chan struct{}             { return nil }
+func (t *Task) Done() <-chan struct{} { return nil }
+
 // Wait is unsupported here; see the Linux documentation.
-func (t *Task) Wait() error                       { return ErrUnsupported }
+func (t *Task) Wait() error { return ErrUnsupported }
+
 // Cause is unsupported here; see the Linux documentation.
-func (t *Task) Cause() error                      { return ErrUnsupported }
+func (t *Task) Cause() error { return ErrUnsupported }
+
 // Terminate is unsupported here; see the Linux documentation.
-func (t *Task) Terminate()                        {}
+func (t *Task) Terminate() {}
+
 // Kill is unsupported here; see the Linux documentation.
-func (t *Task) Kill()                             {}
+func (t *Task) Kill() {}
 
 // MaybeWatchdog returns at once: there is no watchdog without Linux.
 func MaybeWatchdog() {}
