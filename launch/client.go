@@ -18,39 +18,11 @@ import (
 
 // Conn is a launcher's connection to the daemon. The daemon ties a slot
 // to the connection that holds it: closing the connection, or the death of
-// the launcher, gives the slot back.
-//
-// It is a Unix socket made with socket(2) and connect(2) and wrapped in an
-// *os.File, not a net.UnixConn: package net links cgo's resolver, which
-// makes the launcher a dynamically linked program whose start (the
-// dynamic loader, libc's thread arenas) costs a compile a millisecond or
-// more. Without net the launcher links statically.
+// the launcher, gives the slot back. Dial makes it (dial_linux.go,
+// dial_other.go).
 type Conn struct {
-	c *os.File
+	c io.ReadWriteCloser
 	r *bufio.Reader
-}
-
-// Dial connects to the daemon at socket.
-func Dial(socket string) (*Conn, error) {
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.SyscallError{Syscall: "socket", Err: err}
-	}
-	// A connect interrupted by a signal goes on in the kernel; asking
-	// again then answers EALREADY while it is under way and EISCONN once
-	// it is done.
-	for err = unix.Connect(fd, &unix.SockaddrUnix{Name: socket}); err == unix.EINTR || err == unix.EALREADY; {
-		err = unix.Connect(fd, &unix.SockaddrUnix{Name: socket})
-	}
-	if err == unix.EISCONN {
-		err = nil
-	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "connect", Path: socket, Err: err}
-	}
-	c := os.NewFile(uintptr(fd), socket)
-	return &Conn{c: c, r: bufio.NewReaderSize(c, 4096)}, nil
 }
 
 // Call sends m and returns the daemon's reply. An "error" reply is
