@@ -8,8 +8,8 @@ package runtime
 // the deque, notify, pop it back at the join) costs two sequentially
 // consistent stores and a load of the park word on every fork, whether
 // or not any worker is there to take the work: 10–20 ns where the call
-// it replaces costs 2, so that fine-grained recursion ran 5–12 times
-// slower than the serial code, on one worker and on all.
+// it replaces costs 2, several times the work of a fine-grained
+// recursion's call.
 //
 // The idea, from heartbeat scheduling (Acar, Charguéraud, Guatto, Rainey
 // and Sieczkowski, PLDI 2018) and Spice (judofyr/spice): a fork is
@@ -66,9 +66,9 @@ package runtime
 // flag (Spice): it wakes 10,000 times a second even when the runtime is
 // idle (TestIdleRuntimeUsesNoCPU), and an idle worker still waits up to a
 // beat. (2) The worker's coarse clock read every k forks (a countdown,
-// then time.Since): on two workers fib(30) measured slower than the
-// demand signal, because a thief that ran out waits for the next beat;
-// docs/BENCHMARKS.md, "Fork-join", has the numbers. (3) Promoting the fork being
+// then time.Since): a thief that ran out would wait for the next beat
+// while the demand signal answers at the next fork. This is argued, not
+// measured: that variant has not been built. (3) Promoting the fork being
 // made rather than the oldest (lazy task creation's youngest-first): the
 // thief gets the smallest piece and comes back soon. (4) Making closures
 // stay on the stack while remembered: a promoted fork runs on another

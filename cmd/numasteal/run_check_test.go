@@ -109,8 +109,9 @@ func within(t *testing.T, d time.Duration, f func()) {
 	}
 }
 
-// A history with bad lines (one a 2 MiB id an older version wrote) is
-// reported and ignored: the run goes on, and saves a clean history.
+// A history with bad lines (one of them a 2 MiB id, longer than any line
+// the reader accepts) is reported and ignored: the run goes on, and saves
+// a clean history.
 func TestRunCorruptHistory(t *testing.T) {
 	dir := t.TempDir()
 	cmds := writeFile(t, dir, "w.txt", "true\n")
