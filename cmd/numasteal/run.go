@@ -99,9 +99,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitUsage
 	}
-	if f.jobs < -1 {
-		return bad(fmt.Errorf("-j %d: want 0 or more", f.jobs))
-	}
 	policy, err := balance.ByName(f.policy)
 	if err != nil {
 		return bad(err)
