@@ -187,7 +187,9 @@ func NewRunner(rt *runtime.Runtime, cfg Config) (*Runner, error) {
 		sup:     sup,
 		ownSup:  own,
 	}
-	r.ctx, r.cancel = context.WithCancel(context.Background())
+	// Close cancels r.ctx; so does the runtime's closing with Cancel, which
+	// ends its processes too.
+	r.ctx, r.cancel = context.WithCancel(rt.Context())
 	return r, nil
 }
 
@@ -284,7 +286,8 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	defer res.Stderr.seal()
 	defer res.Stdout.seal()
 
-	// The task's context: the caller's, canceled also by Close.
+	// The task's context: the caller's, canceled also by Close and by the
+	// runtime closing with Cancel (r.ctx derives from Runtime.Context).
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(r.ctx, func() { cancel(runtime.ErrClosed) })
@@ -317,16 +320,13 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		defer release()
 	}
 
-	// The process's context: tctx, its timeout, and the runtime's own
-	// cancellation (Close with Cancel); the Supervisor ends the task when
-	// it is done, with its cause.
+	// The process's context: tctx and its timeout; the Supervisor ends the
+	// task when it is done, with its cause.
 	pctx, pcancel := tctx, context.CancelFunc(func() {})
 	if cmd.Timeout > 0 {
 		pctx, pcancel = context.WithTimeoutCause(tctx, cmd.Timeout, ErrTimeout)
 	}
 	defer pcancel()
-	stopRT := context.AfterFunc(r.rt.Context(), func() { cancel(runtime.ErrClosed) })
-	defer stopRT()
 
 	// The fork runs as a runtime task of a group under tctx.
 	var (
