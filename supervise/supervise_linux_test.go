@@ -77,12 +77,19 @@ func TestNormalEndKillsSetsidEscapee(t *testing.T) {
 		if c := task.Cause(); c != nil {
 			t.Errorf("Cause = %v, want nil", c)
 		}
-		pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "p")))
-		if alive(pid) {
-			t.Errorf("setsid escapee %d alive after the task ended", pid)
-		}
-		assertNoneLeft(t, task)
+		requireGone(t, task, dir, "setsid escapee")
 	})
+}
+
+// requireGone checks, once task has ended, that the process whose pid the
+// task wrote to dir/p (what names it) is gone, and nothing of task is left.
+func requireGone(t *testing.T, task *Task, dir, what string) {
+	t.Helper()
+	pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "p")))
+	if alive(pid) {
+		t.Errorf("%s %d alive after the task ended", what, pid)
+	}
+	assertNoneLeft(t, task)
 }
 
 func TestBackgroundJobOfSetM(t *testing.T) {
@@ -102,11 +109,7 @@ func TestBackgroundJobOfSetM(t *testing.T) {
 		if err := task.Wait(); err != nil {
 			t.Fatalf("Wait = %v", err)
 		}
-		pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "p")))
-		if alive(pid) {
-			t.Errorf("set -m job %d alive after the task ended", pid)
-		}
-		assertNoneLeft(t, task)
+		requireGone(t, task, dir, "set -m job")
 	})
 }
 
