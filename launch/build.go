@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // buildTools are the command names (comm, as /proc/PID/stat shows them)
@@ -13,26 +14,68 @@ var buildTools = map[string]bool{
 	"meson": true, "cmake": true, "ctest": true, "scons": true, "bazel": true,
 }
 
-// BuildID names the build a launcher belongs to ("Build identity" in the
-// package documentation): $NUMASTEAL_BUILD when set; else the outermost
-// ancestor whose command is a build tool (make, ninja, ...), as
+// Builds names the builds launchers belong to ("Build identity" in the
+// package documentation), for the daemon, which reads the process tree
+// so that the launcher need not: the outermost ancestor of a launcher
+// whose command is a build tool (make, ninja, ...), named
 // "comm-PID-STARTTIME" (the start time keeps a reused pid from naming an
-// old build); else the parent process the same way. It reads
-// /proc/PID/stat of each ancestor: about 10 µs each.
-func BuildID(getenv func(string) string) string {
-	if b := getenv("NUMASTEAL_BUILD"); b != "" {
-		return b
-	}
-	return buildIDFrom("/proc", os.Getppid())
+// old build); else the launcher's parent, named the same way. The answer
+// for a parent is cached, keyed by its pid and start time, so the
+// launchers of one make cost two reads of /proc/PID/stat each, not a walk
+// of the tree. A Builds is safe for concurrent use.
+type Builds struct {
+	proc  string
+	mu    sync.Mutex
+	cache map[string]string // "PID-STARTTIME" of a parent: its build
 }
 
-func buildIDFrom(proc string, ppid int) string {
+// buildsCacheMax bounds Builds' cache; it is emptied when full.
+const buildsCacheMax = 4096
+
+// NewBuilds returns a Builds reading the process tree under proc
+// ("/proc").
+func NewBuilds(proc string) *Builds {
+	return &Builds{proc: proc, cache: make(map[string]string)}
+}
+
+// Of returns the build of the launcher process pid, "" when pid's stat
+// cannot be read (it ended, or lives in another pid namespace).
+func (b *Builds) Of(pid int) string {
+	st, err := readStat(b.proc, pid)
+	if err != nil || st.ppid <= 1 {
+		return ""
+	}
+	parent, err := readStat(b.proc, st.ppid)
+	if err != nil {
+		return ""
+	}
+	key := strconv.Itoa(st.ppid) + "-" + parent.start
+	b.mu.Lock()
+	id, ok := b.cache[key]
+	b.mu.Unlock()
+	if ok {
+		return id
+	}
+	id = buildIDFrom(b.proc, st.ppid, parent)
+	b.mu.Lock()
+	if len(b.cache) >= buildsCacheMax {
+		clear(b.cache)
+	}
+	b.cache[key] = id
+	b.mu.Unlock()
+	return id
+}
+
+// buildIDFrom walks up from ppid, whose stat is st.
+func buildIDFrom(proc string, ppid int, st procStat) string {
 	best := ""
 	first := ""
 	for pid, depth := ppid, 0; pid > 1 && depth < 64; depth++ {
-		st, err := readStat(proc, pid)
-		if err != nil {
-			break
+		if depth > 0 {
+			var err error
+			if st, err = readStat(proc, pid); err != nil {
+				break
+			}
 		}
 		id := st.comm + "-" + strconv.Itoa(pid) + "-" + st.start
 		if first == "" {
@@ -45,9 +88,6 @@ func buildIDFrom(proc string, ppid int) string {
 	}
 	if best == "" {
 		best = first
-	}
-	if best == "" {
-		best = "pid-" + strconv.Itoa(ppid)
 	}
 	return sanitizeID(best)
 }

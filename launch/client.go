@@ -29,10 +29,16 @@ type Conn struct {
 // returned as a Msg, not an error; err is for the connection and the
 // grammar (wrapping ErrVersion for a daemon of another version).
 func (c *Conn) Call(m Msg) (Msg, error) {
-	if _, err := c.c.Write(m.Append(make([]byte, 0, 256))); err != nil {
+	if err := c.Send(m); err != nil {
 		return Msg{}, err
 	}
 	return c.Read()
+}
+
+// Send sends m and does not wait for a reply.
+func (c *Conn) Send(m Msg) error {
+	_, err := c.c.Write(m.Append(make([]byte, 0, 256)))
+	return err
 }
 
 // Read reads one message.

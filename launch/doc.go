@@ -2,8 +2,9 @@
 // system runs in front of every compile and link ("make CC='numasteal-launch
 // gcc'", CMake's CMAKE_<LANG>_COMPILER_LAUNCHER, a masquerade directory,
 // ccache's CCACHE_PREFIX), which asks the per-user daemon (package
-// launch/daemon) for a slot, pins itself to the CPU it is given, runs the
-// command, and reports the command's peak memory back. This is the shape
+// launch/daemon) for a slot, pins itself to the CPU it is given, and
+// becomes the command (exec) or, when the daemon wants the command's peak
+// memory measured, runs it and reports it back. This is the shape
 // of ccache, distcc and sccache (a thin client, a local server) with the
 // server owning admission instead of a cache.
 //
@@ -18,26 +19,45 @@
 //     masqueraded ld, a recipe running make) execs its command in the slot
 //     already held. Asking for a second slot while holding one could
 //     deadlock a full pool. NUMASTEAL_LAUNCH=off does the same.
-//  3. Connect and send "acquire" (build, kind, output file); the reply
-//     "grant" comes when the daemon admits the job. The slot belongs to the
-//     connection: the daemon frees it when the connection closes, so a
-//     launcher killed while waiting or running (SIGKILL included) gives it
-//     back with no message.
-//  4. Pin the launcher's thread to the granted CPU and fork the command
-//     from that thread, with the launcher's own descriptors 0, 1 and 2
-//     (inherited, not pipes: terminal and colour detection still work) and
-//     every other inherited descriptor (make's jobserver), in the
-//     launcher's process group (Ctrl-C reaches it as before).
-//  5. Wait with wait4, whose ru_maxrss covers the command and every child
-//     it waited for (cc1, as, collect2), send "done" with it, and exit with
-//     the command's status; a command killed by SIGINT, SIGTERM, SIGHUP,
-//     SIGPIPE or SIGKILL kills the launcher with the same signal, so make
-//     sees what it would have seen of the compiler.
+//  3. Connect and send "acquire" (kind, output file; the build when
+//     $NUMASTEAL_BUILD names it); the reply "grant" comes when the daemon
+//     admits the job. Until then the slot belongs to the connection: a
+//     launcher killed while waiting (SIGKILL included) gives it back with
+//     no message.
+//  4. Pin the launcher's thread to the granted CPU (the command inherits
+//     the mask).
+//  5. Handoff, the usual case: when the grant says "handoff", send "exec"
+//     and exec the command in the launcher's place. The command is then
+//     the very process make started: its pid, descriptors 0, 1 and 2 and
+//     every other inherited one (make's jobserver), its process group, its
+//     signals and its exit status are make's own, with nothing forwarded.
+//     The slot now belongs to the process: the daemon watches its pidfd and
+//     frees the slot when it ends, however it ends.
+//  6. Measured, when the daemon wants the command's peak RSS (an output it
+//     has not seen, or one in eight of those it has): fork the command from
+//     the pinned thread with the same descriptors and process group, wait
+//     with wait4, whose ru_maxrss covers the command and every child it
+//     waited for (cc1, as, collect2), send "done" with it (no answer is
+//     awaited), and exit with the command's status; a command killed by
+//     SIGINT, SIGTERM, SIGHUP, SIGPIPE or SIGKILL kills the launcher with
+//     the same signal, so make sees what it would have seen of the
+//     compiler. The slot belongs to the connection, which ends with the
+//     launcher.
+//
+// # Cost
+//
+// A launch costs one Go process start (the launcher is a separate small
+// static binary, numasteal-launch, whose packages do no work at init), a
+// PATH search, one connect and one round trip, and an exec. Handing off
+// instead of waiting saves a second process, a signal-forwarding thread,
+// the report's round trip and the launcher's exit; the build's ancestry,
+// which names the build, is read by the daemon, which caches it per parent
+// (Builds), not by every launcher. docs/BENCHMARKS.md has the numbers.
 //
 // # Pdeathsig
 //
-// The command is forked with Pdeathsig = SIGKILL, so it dies with the
-// launcher. The kernel sends it when the forking *thread* exits, so Run
+// A measured command is forked with Pdeathsig = SIGKILL, so it dies with
+// the launcher. The kernel sends it when the forking *thread* exits, so Run
 // locks the main goroutine to its thread and never unlocks it: that thread
 // lives as long as the process (see package supervise, "Parent death").
 // Grandchildren (cc1) are not covered; they end when their driver is gone
@@ -75,19 +95,24 @@
 // # Protocol
 //
 // One line per message, "ns1 VERB key=value ...", values %XX-escaped
-// (proto.go). The launcher sends "acquire build= kind= out= pid= cmd=" and
-// waits for "grant job= cpu= node= mem_kib=", then sends "done rss_kib=
-// wall_us= status=" and gets "ok". "status" gets "status json=...",
+// (proto.go). The launcher sends "acquire kind= out= pid= cmd= handoff=1
+// [build=]" and waits for "grant job= cpu= node= mem_kib= [handoff=1]";
+// then either sends "exec" and execs the command, or runs it and sends
+// "done rss_kib= wall_us= status=" (the daemon answers "ok", which the
+// launcher does not wait for). "status" gets "status json=...",
 // "ping" gets "pong". Errors are "error code= msg=": code "version" for a
 // line of another version (the daemon closes), "malformed", "verb",
-// "order", "perm" (a peer of another uid, by SO_PEERCRED). The launch path
-// costs one connect and two round trips.
+// "order", "perm" (a peer of another uid, by SO_PEERCRED). A daemon that
+// does not know "handoff" never grants it, and a launcher that does not
+// ask is never given it.
 //
 // # Build identity
 //
 // A build is $NUMASTEAL_BUILD if set, else the outermost ancestor process
-// whose command is a build tool (make, ninja, meson, cmake...), named by
-// command, pid and start time; else the parent process. Make under ninja
+// of the launcher whose command is a build tool (make, ninja, meson,
+// cmake...), named by command, pid and start time; else the parent
+// process. The daemon finds it from the launcher's pid (SO_PEERCRED), see
+// Builds. Make under ninja
 // under make is then one build (the outermost make); two make -j started
 // side by side are two. Neither the process group (ninja gives each
 // command its own) nor make's jobserver auth (make 4.3 passes "3,4" to

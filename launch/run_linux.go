@@ -3,7 +3,6 @@ package launch
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,27 +15,6 @@ import (
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
-// SlotEnv is set in the environment of a launched command to its job id.
-// A launcher that finds it (gcc running a masqueraded ld, a compile that
-// runs make) runs its command at once, in the slot it is already in:
-// asking for a second slot while holding one could deadlock a full pool.
-const SlotEnv = "NUMASTEAL_SLOT"
-
-// Config is one launch.
-type Config struct {
-	// Args is the command: the program (a name looked up in PATH, or a
-	// path) and its arguments.
-	Args []string
-	// Prog names the launcher in messages ("numasteal launch").
-	Prog string
-	// Serve starts the daemon when none answers; nil means
-	// ServeCommand(os.Getenv).
-	Serve []string
-	// Stderr gets the launcher's own messages; nil means os.Stderr. The
-	// command always gets the launcher's descriptors 0, 1 and 2 themselves.
-	Stderr io.Writer
-}
-
 // Run launches c.Args as the package documentation describes and returns
 // the launcher's exit status, the command's; when the command was killed
 // by a signal, Run kills the launcher with the same signal and does not
@@ -45,29 +23,18 @@ type Config struct {
 // Pdeathsig, and the kernel sends it when the forking thread ends.
 func Run(c Config) int {
 	runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
-	stderr := c.Stderr
-	if stderr == nil {
-		stderr = os.Stderr
+	prog, argv, stderr, code := c.program()
+	if code != 0 {
+		return code
 	}
-	if c.Prog == "" {
-		c.Prog = "numasteal launch"
-	}
-	if len(c.Args) == 0 {
-		fmt.Fprintf(stderr, "usage: %s COMMAND [ARGS...]\n", c.Prog)
-		return 2
-	}
-	prog, err := FindProgram(c.Args[0], os.Getenv("PATH"), SelfStat())
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s: %v\n", c.Prog, c.Args[0], err)
-		return 127
-	}
-	argv := append([]string{prog}, c.Args[1:]...)
 	if os.Getenv(SlotEnv) != "" || os.Getenv("NUMASTEAL_LAUNCH") == "off" {
 		return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
 	}
 
 	paths := PathsFromEnv(os.Getenv)
-	build := BuildID(os.Getenv)
+	// The build is $NUMASTEAL_BUILD, else the daemon finds it from this
+	// process's ancestry (Builds).
+	build := sanitizeID(os.Getenv("NUMASTEAL_BUILD"))
 	kind, out := Classify(prog, c.Args[1:])
 	if out != "" && !filepath.IsAbs(out) {
 		if wd, err := os.Getwd(); err == nil {
@@ -78,11 +45,14 @@ func Run(c Config) int {
 	if serve == nil {
 		serve = ServeCommand(os.Getenv)
 	}
-	slot, err := acquire(paths, serve, os.Getenv, NewMsg("acquire",
-		"build", build, "kind", string(kind), "out", out, "pid", strconv.Itoa(os.Getpid()),
-		"cmd", filepath.Base(prog)))
+	req := NewMsg("acquire", "kind", string(kind), "out", out, "pid", strconv.Itoa(os.Getpid()),
+		"cmd", filepath.Base(prog), "handoff", "1")
+	if build != "" {
+		req.Fields = append(req.Fields, Field{Key: "build", Value: build})
+	}
+	slot, err := acquire(paths, serve, os.Getenv, req)
 	if err != nil {
-		warnOnce(paths, build, stderr, fmt.Sprintf(
+		warnOnce(paths, localBuild(build), stderr, fmt.Sprintf(
 			"%s: warning: running commands of this build directly, without the daemon's slots: %v", c.Prog, err))
 		return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
 	}
@@ -93,6 +63,21 @@ func Run(c Config) int {
 		_ = affinity.PinThread(cpuset.Of(int(cpu)))
 	}
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
+	if v, _ := slot.grant.Get("handoff"); v == "1" {
+		// The daemon watches this process from now on; the exec closes
+		// the connection (close-on-exec). A daemon gone meanwhile only
+		// loses the slot's end: the command runs, once.
+		slot.conn.Send(NewMsg("exec"))
+		return execDirect(c.Prog, prog, argv, env, stderr)
+	}
+	signals := notifySignals()
+	select {
+	case sig := <-signals.ch:
+		// Stopped before anything ran: end as the signal asks.
+		slot.conn.Close()
+		dieBySignal(sig.(syscall.Signal))
+	default:
+	}
 	start := time.Now()
 	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   env,
@@ -104,7 +89,7 @@ func Run(c Config) int {
 		fmt.Fprintf(stderr, "%s: %v\n", c.Prog, err)
 		return 127
 	}
-	stop := forwardSignals(proc)
+	stop := signals.forward(proc)
 	st, err := proc.Wait()
 	stop()
 	if err != nil {
@@ -117,9 +102,9 @@ func Run(c Config) int {
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		rssKiB = ru.Maxrss // KiB on Linux: the command and every child it waited for
 	}
-	// The report is best effort: a daemon gone meanwhile only loses the
-	// measurement; the command ran, exactly once.
-	slot.conn.Call(NewMsg("done", "rss_kib", strconv.FormatInt(rssKiB, 10),
+	// The report is best effort, and needs no answer: a daemon gone
+	// meanwhile only loses the measurement; the command ran, exactly once.
+	slot.conn.Send(NewMsg("done", "rss_kib", strconv.FormatInt(rssKiB, 10),
 		"wall_us", strconv.FormatInt(time.Since(start).Microseconds(), 10),
 		"status", strconv.Itoa(ws.ExitStatus())))
 	slot.conn.Close()
@@ -179,34 +164,36 @@ func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slo
 	return nil, fmt.Errorf("%w: the connection broke %d times: %v", ErrNoDaemon, 4, last)
 }
 
-// execDirect replaces the launcher with the command (the fallback: no
-// slot, nothing to report, and one process fewer).
-func execDirect(progName, prog string, argv, env []string, stderr io.Writer) int {
-	err := syscall.Exec(prog, argv, env)
-	fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, err)
-	return 127
+// caught holds the ending signals the launcher receives while it waits
+// for its command. They are caught before the fork, so that none arriving
+// just after it kills the launcher and leaves the command to Pdeathsig's
+// SIGKILL.
+type caught struct{ ch chan os.Signal }
+
+func notifySignals() caught {
+	c := caught{make(chan os.Signal, 4)}
+	signal.Notify(c.ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM)
+	return c
 }
 
-// forwardSignals passes the ending signals the launcher gets to the
-// command. A terminal's Ctrl-C reaches both already (one process group),
-// so the command may see SIGINT twice; a signal sent to the launcher alone
+// forward passes the caught signals to the command until stop. A
+// terminal's Ctrl-C reaches both already (one process group), so the
+// command may see SIGINT twice; a signal sent to the launcher alone
 // (make's own kill, a test's) reaches the command only this way.
-func forwardSignals(p *os.Process) (stop func()) {
-	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM)
+func (c caught) forward(p *os.Process) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		for {
 			select {
-			case s := <-ch:
+			case s := <-c.ch:
 				p.Signal(s)
 			case <-done:
 				return
 			}
 		}
 	}()
-	return func() { signal.Stop(ch); close(done) }
+	return func() { signal.Stop(c.ch); close(done) }
 }
 
 // dieBySignal ends the launcher by sig, so that its parent sees what it
@@ -233,4 +220,17 @@ func withEnv(env []string, key, value string) []string {
 		out = append(out, kv)
 	}
 	return append(out, key+"="+value)
+}
+
+// localBuild is the build's name when the daemon cannot give it: build
+// ($NUMASTEAL_BUILD) when set, else found from this process's ancestry as
+// the daemon would.
+func localBuild(build string) string {
+	if build == "" {
+		build = NewBuilds("/proc").Of(os.Getpid())
+	}
+	if build == "" {
+		build = "pid-" + strconv.Itoa(os.Getppid())
+	}
+	return build
 }

@@ -48,10 +48,17 @@ func TestExitStatus(t *testing.T) {
 
 // startHeld starts a launcher whose command writes its pid to a file and
 // sleeps, and waits until it runs; it returns the launcher and the
-// command's pid.
-func startHeld(t *testing.T, e *env) (*exec.Cmd, int) {
-	marker := filepath.Join(t.TempDir(), "pid")
-	c := e.cmd("", e.launcher(), "sh", "-c", "echo $$ > "+marker+".tmp && mv "+marker+".tmp "+marker+" && exec sleep 600")
+// command's pid. A measured command names an output the daemon has not
+// seen ("-o FILE", which sh takes as $0 and $1), so the launcher forks it
+// and waits; otherwise the launcher hands off and is the command.
+func startHeld(t *testing.T, e *env, measured bool) (*exec.Cmd, int) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "pid")
+	args := []string{"sh", "-c", "echo $$ > " + marker + ".tmp && mv " + marker + ".tmp " + marker + " && exec sleep 600"}
+	if measured {
+		args = append(args, "-o", filepath.Join(dir, "out"))
+	}
+	c := e.cmd("", e.launcher(), args...)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,40 +77,52 @@ func alive(pid int) bool {
 }
 
 // TestSignalPassesThrough: SIGINT to the launcher alone reaches the
-// command, and the launcher dies of it as the command did.
+// command, and the launcher dies of it as the command did, handed off (the
+// launcher is the command) and measured (the launcher forwards it).
 func TestSignalPassesThrough(t *testing.T) {
-	e := newEnv(t, "")
-	c, pid := startHeld(t, e)
-	c.Process.Signal(syscall.SIGINT)
-	err := c.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
-		t.Errorf("launcher: got %v, want killed by SIGINT", err)
+	for _, measured := range []bool{false, true} {
+		e := newEnv(t, "")
+		c, pid := startHeld(t, e, measured)
+		if measured != (pid != c.Process.Pid) {
+			t.Errorf("measured %v: the command's pid %d, the launcher's %d", measured, pid, c.Process.Pid)
+		}
+		c.Process.Signal(syscall.SIGINT)
+		err := c.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+			t.Errorf("measured %v: launcher: got %v, want killed by SIGINT", measured, err)
+		}
+		poll(t, "the command to end", func() bool { return !alive(pid) })
 	}
-	poll(t, "the command to end", func() bool { return !alive(pid) })
 }
 
 // TestKilledLauncherFreesSlot: with one slot, a launcher SIGKILLed while
-// it runs gives the slot back (and its command dies by Pdeathsig), and
-// one SIGKILLed while it waits leaves no job behind.
+// it runs gives the slot back, and one SIGKILLed while it waits leaves no
+// job behind. Handed off, the launcher is the command, and the daemon sees
+// it end (a job done); measured, the command dies by Pdeathsig, and the
+// killed launcher reports nothing.
 func TestKilledLauncherFreesSlot(t *testing.T) {
-	e := newEnv(t, "--slots 1")
-	held, pid := startHeld(t, e)
-	waiter := e.cmd("", e.launcher(), "true")
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, "the second launcher to wait", func() bool { return strings.Contains(e.statusJSON(), `"waiting":1`) })
-	waiter.Process.Kill()
-	waiter.Wait()
-	held.Process.Kill()
-	held.Wait()
-	poll(t, "the command to die with its launcher", func() bool { return !alive(pid) })
-	if err := e.cmd("", e.launcher(), "true").Run(); err != nil {
-		t.Fatalf("a launcher after the kills: %v", err)
-	}
-	if got := e.status("done"); got != "1" {
-		t.Errorf("done = %s, want 1 (the killed jobs report nothing)", got)
+	for _, measured := range []bool{false, true} {
+		e := newEnv(t, "--slots 1")
+		held, pid := startHeld(t, e, measured)
+		waiter := e.cmd("", e.launcher(), "true")
+		if err := waiter.Start(); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "the second launcher to wait", func() bool { return strings.Contains(e.statusJSON(), `"waiting":1`) })
+		waiter.Process.Kill()
+		waiter.Wait()
+		held.Process.Kill()
+		held.Wait()
+		poll(t, "the command to die with its launcher", func() bool { return !alive(pid) })
+		if err := e.cmd("", e.launcher(), "true").Run(); err != nil {
+			t.Fatalf("measured %v: a launcher after the kills: %v", measured, err)
+		}
+		want := `"done":2,"running":[]`
+		if measured {
+			want = `"done":1,"running":[]`
+		}
+		poll(t, "the daemon to see the last job end", func() bool { return strings.Contains(e.statusJSON(), want) })
 	}
 }
 

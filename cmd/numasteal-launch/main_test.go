@@ -324,3 +324,32 @@ func TestLauncherIsStatic(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffAfterLearning: a command whose output the daemon has not
+// seen runs measured (a child of the launcher, which reports its peak
+// RSS); once the daemon knows it, the launcher execs it in its own place
+// (the command's pid is the launcher's), and the slot is free again when
+// it ends.
+func TestHandoffAfterLearning(t *testing.T) {
+	e := newEnv(t, "--slots 1")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	pids := filepath.Join(dir, "pids")
+	for round, wantHandoff := range []bool{false, true} {
+		c := e.cmd("", e.launcher(), "sh", "-c", "echo $$ $PPID >> "+pids, "-o", out)
+		run(t, c)
+		b, _ := os.ReadFile(pids)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		var pid, ppid int
+		fmt.Sscanf(lines[len(lines)-1], "%d %d", &pid, &ppid)
+		if handedOff := pid == c.Process.Pid; handedOff != wantHandoff {
+			t.Errorf("run %d: handed off %v (command pid %d, its parent %d, launcher %d), want %v",
+				round+1, handedOff, pid, ppid, c.Process.Pid, wantHandoff)
+		}
+		want := fmt.Sprintf(`"done":%d,"running":[]`, round+1)
+		poll(t, "the daemon to see the job end", func() bool { return strings.Contains(e.statusJSON(), want) })
+	}
+	if got := e.status("learned_outputs"); got != "1" {
+		t.Errorf("learned_outputs = %s, want 1", got)
+	}
+}

@@ -28,6 +28,19 @@
 // (admitting small jobs that finish before the big one could start) needs
 // duration estimates, which buildgraph.History could give; not done.
 //
+// # Handoff
+//
+// A job's slot belongs to its connection until the launcher execs the
+// command in its own place; from then on it belongs to the process,
+// watched through a pidfd (pidfd_open, from the peer's SO_PEERCRED pid,
+// opened while the launcher waits for its grant and so cannot have ended),
+// and freed when the process ends. The daemon hands off every job but
+// those it wants measured: an output whose peak RSS it has not learned,
+// and one in eight (remeasureEvery) of those it has, so that the store
+// follows sources that change. A measured job's launcher forks the
+// command, waits for it and reports its peak RSS. Handed-off jobs count
+// as activity for the idle timeout, like connections.
+//
 // # Placement
 //
 // Each admitted job gets a CPU from the balance policy's placement

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"time"
 
 	"github.com/numasteal/numasteal/balance"
@@ -15,9 +16,11 @@ type job struct {
 	out     string
 	cmd     string
 	pid     int
-	need    int64 // bytes of memory held against the budget
-	learned bool  // need comes from a measurement, not a guess
-	cpu     int   // -1 until admitted
+	need    int64    // bytes of memory held against the budget
+	learned bool     // need comes from a measurement, not a guess
+	measure bool     // the launcher must wait for the command and report its peak RSS
+	pidfd   *os.File // the launcher's process, for a handoff; nil: none
+	cpu     int      // -1 until admitted
 	node    int
 	queued  time.Time
 	started time.Time

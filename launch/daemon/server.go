@@ -70,12 +70,16 @@ type Server struct {
 	pool     pool
 	rss      *rssStore
 	nextID   int64
-	conns    int
+	known    int64 // jobs granted with a learned peak, for the re-measure sampling
+	active   int   // connections, and handed-off jobs still running
 	lastIdle time.Time
 	closing  bool
 	trace    *buildgraph.TraceWriter
 	tracks   map[int]int
 	admitted int64
+
+	watchers sync.WaitGroup // the handed-off jobs' exit watchers
+	builds   *launch.Builds // the build of each launcher without $NUMASTEAL_BUILD
 }
 
 // Serve runs a daemon until ctx is done or it has been idle for
@@ -214,6 +218,7 @@ func (s *Server) init() error {
 		s.trace = buildgraph.NewTraceWriter(s.start, "numasteal serve")
 		s.tracks = make(map[int]int)
 	}
+	s.builds = launch.NewBuilds("/proc")
 	s.lastIdle = time.Now()
 	fmt.Fprintf(cfg.Log, "numasteal serve: pid %d on %s: %d slots, memory budget %d MiB\n",
 		os.Getpid(), cfg.Paths.Socket, slots, budget>>20)
@@ -238,11 +243,19 @@ func (s *Server) Run(ctx context.Context) error {
 			c.Close() // the launcher retries against a new daemon
 			continue
 		}
-		s.conns++
+		s.active++
 		s.mu.Unlock()
 		go s.serveConn(c)
 	}
 	close(stop)
+	s.mu.Lock()
+	for _, j := range s.pool.running {
+		if j.pidfd != nil {
+			j.pidfd.Close() // ends its watcher
+		}
+	}
+	s.mu.Unlock()
+	s.watchers.Wait()
 	s.mu.Lock()
 	s.closing = true
 	err := s.saveLocked()
@@ -279,7 +292,7 @@ func (s *Server) watchIdle(ctx context.Context, stop <-chan struct{}) {
 		if s.rss.dirty {
 			s.saveLocked()
 		}
-		idle := s.cfg.Idle > 0 && s.conns == 0 && time.Since(s.lastIdle) >= s.cfg.Idle
+		idle := s.cfg.Idle > 0 && s.active == 0 && time.Since(s.lastIdle) >= s.cfg.Idle
 		s.mu.Unlock()
 		if idle {
 			fmt.Fprintf(s.cfg.Log, "numasteal serve: idle for %v, exiting\n", s.cfg.Idle)
@@ -307,40 +320,21 @@ func (s *Server) saveLocked() error {
 	return nil
 }
 
-// peerUID returns the uid of the process at the other end of c
-// (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	err = raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return -1, err
-	}
-	return int(cred.Uid), nil
-}
-
 // serveConn serves one connection: at most one job at a time, which ends
-// (waiting or running) when the connection does.
+// (waiting or running) when the connection does, unless it was handed off
+// to its process (see handoff).
 func (s *Server) serveConn(c *net.UnixConn) {
 	var held *job
 	defer func() {
 		s.mu.Lock()
 		if held != nil {
 			s.pool.remove(held)
+			if held.pidfd != nil {
+				held.pidfd.Close()
+			}
 		}
-		s.conns--
-		if s.conns == 0 {
-			s.lastIdle = time.Now()
-		}
+		s.active--
+		s.idleLocked()
 		s.mu.Unlock()
 		c.Close()
 	}()
@@ -349,7 +343,8 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		w.Write(m.Append(nil))
 		return w.Flush() == nil
 	}
-	if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+	peer, err := peerCred(c)
+	if err != nil || peer.uid != os.Getuid() {
 		reply(launch.NewMsg("error", "code", "perm", "msg", "connection from another user"))
 		return
 	}
@@ -378,6 +373,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				reply(launch.NewMsg("error", "code", "busy", "msg", "this connection holds a job already"))
 				return
 			}
+			if b, _ := m.Get("build"); b == "" {
+				m.Fields = append(m.Fields, launch.Field{Key: "build", Value: s.builds.Of(peer.pid)})
+			}
 			held = s.newJob(m)
 			s.mu.Lock()
 			s.pool.submit(held)
@@ -391,23 +389,39 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
 				return
 			}
+			if v, _ := m.Get("handoff"); v == "1" && !held.measure {
+				// The launcher waits for this reply, so peer.pid is alive
+				// and still the launcher.
+				held.pidfd = openPidfd(peer.pid)
+			}
 			s.mu.Lock()
 			g := launch.NewMsg("grant", "job", strconv.FormatInt(held.id, 10),
 				"cpu", strconv.Itoa(held.cpu), "node", strconv.Itoa(held.node),
 				"mem_kib", strconv.FormatInt(held.need>>10, 10))
 			s.mu.Unlock()
+			if held.pidfd != nil {
+				g.Fields = append(g.Fields, launch.Field{Key: "handoff", Value: "1"})
+			}
 			if !reply(g) {
 				return
 			}
+		case "exec":
+			if held == nil || !held.running || held.pidfd == nil {
+				reply(launch.NewMsg("error", "code", "order", "msg", "exec without a handoff grant"))
+				return
+			}
+			s.handoff(held)
+			held = nil
 		case "done":
 			if held == nil || !held.running {
 				reply(launch.NewMsg("error", "code", "order", "msg", "done without a running job"))
 				return
 			}
 			kib, _ := m.Int("rss_kib")
+			st, _ := m.Get("status")
 			s.mu.Lock()
 			s.rss.record(held.out, kib)
-			s.traceLocked(held, kib, m)
+			s.traceLocked(held, kib, st)
 			s.pool.remove(held)
 			s.mu.Unlock()
 			held = nil
@@ -479,16 +493,23 @@ func (s *Server) newJob(m launch.Msg) *job {
 	j.id = s.nextID
 	if b, ok := s.rss.lookup(j.out); ok {
 		j.need, j.learned = b+b/10, true
-	} else if j.kind == string(launch.Compile) {
-		j.need = s.cfg.GuessCompile
+		s.known++
+		j.measure = s.known%remeasureEvery == 0
 	} else {
-		j.need = s.cfg.GuessLink
+		j.measure = j.out != ""
+		if j.kind == string(launch.Compile) {
+			j.need = s.cfg.GuessCompile
+		} else {
+			j.need = s.cfg.GuessLink
+		}
 	}
 	return j
 }
 
-// traceLocked adds j's span to the trace, on the track of its CPU.
-func (s *Server) traceLocked(j *job, kib int64, done launch.Msg) {
+// traceLocked counts j as done and adds its span to the trace, on the
+// track of its CPU. status is its exit status, "" when unknown (a
+// handed-off job).
+func (s *Server) traceLocked(j *job, kib int64, status string) {
 	s.admitted++
 	if s.trace == nil {
 		return
@@ -502,10 +523,47 @@ func (s *Server) traceLocked(j *job, kib int64, done launch.Msg) {
 	if name == "" || name == "." {
 		name = j.cmd
 	}
-	st, _ := done.Get("status")
 	s.trace.Span(tr, name, j.started, time.Now(), map[string]any{
 		"build": j.build, "kind": j.kind, "out": j.out, "node": j.node,
-		"rss_kib": kib, "need_kib": j.need >> 10, "status": st,
+		"rss_kib": kib, "need_kib": j.need >> 10, "status": status,
 		"waited_ms": j.started.Sub(j.queued).Milliseconds(),
 	})
+}
+
+// remeasureEvery: one in this many jobs whose peak RSS is known is
+// measured again (no handoff), so that the store follows a build whose
+// sources change.
+const remeasureEvery = 8
+
+// handoff gives j to its process: the launcher execs the command in its
+// own place ("Handoff" in the package documentation), so the slot is
+// freed when that process ends, seen on its pidfd, no longer when the
+// connection closes (the exec closes it).
+func (s *Server) handoff(j *job) {
+	s.mu.Lock()
+	s.active++
+	s.mu.Unlock()
+	s.watchers.Add(1)
+	go func() {
+		defer s.watchers.Done()
+		waitExit(j.pidfd)
+		j.pidfd.Close()
+		s.mu.Lock()
+		if j.running {
+			s.traceLocked(j, 0, "")
+			s.pool.remove(j)
+		}
+		s.active--
+		s.idleLocked()
+		s.mu.Unlock()
+	}()
+}
+
+// idleLocked notes when the daemon became idle: nothing connected and no
+// handed-off job running. Called with s.mu held, after a decrement of
+// s.active.
+func (s *Server) idleLocked() {
+	if s.active == 0 {
+		s.lastIdle = time.Now()
+	}
 }

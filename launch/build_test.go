@@ -1,0 +1,57 @@
+package launch
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// writeStat writes a /proc/PID/stat line for pid under proc.
+func writeStat(t *testing.T, proc string, pid int, comm string, ppid int, start int) {
+	t.Helper()
+	dir := filepath.Join(proc, fmt.Sprint(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Fields 3..22: state, ppid, then 17 fields, starttime last.
+	line := fmt.Sprintf("%d (%s) S %d 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, comm, ppid, start)
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBuildsOutermostTool: the build is the outermost build tool above
+// the launcher (make under ninja under make is the outer make), else the
+// parent; a parent's answer is cached by its pid and start time.
+func TestBuildsOutermostTool(t *testing.T) {
+	proc := t.TempDir()
+	writeStat(t, proc, 2, "bash", 1, 100)
+	writeStat(t, proc, 5, "make", 2, 200)
+	writeStat(t, proc, 7, "ninja", 5, 300)
+	writeStat(t, proc, 10, "make", 7, 400)
+	writeStat(t, proc, 20, "numasteal-launc", 10, 500)
+	writeStat(t, proc, 30, "sh (x)", 2, 600)
+	writeStat(t, proc, 31, "numasteal-launc", 30, 700)
+	b := NewBuilds(proc)
+	if got, want := b.Of(20), "make-5-200"; got != want {
+		t.Errorf("under make/ninja/make: %q, want %q", got, want)
+	}
+	if got, want := b.Of(31), "sh__x_-30-600"; got != want {
+		t.Errorf("no build tool: %q, want the parent %q", got, want)
+	}
+	// The tree above a known parent is not read again.
+	writeStat(t, proc, 7, "ninja", 2, 300)
+	if got, want := b.Of(20), "make-5-200"; got != want {
+		t.Errorf("cached: %q, want %q", got, want)
+	}
+	// A new process with the parent's pid (another start time) is a new
+	// parent.
+	writeStat(t, proc, 10, "cc", 2, 900)
+	if got, want := b.Of(20), "cc-10-900"; got != want {
+		t.Errorf("reused parent pid: %q, want %q", got, want)
+	}
+	if got := b.Of(99); got != "" {
+		t.Errorf("a pid with no stat: %q, want \"\"", got)
+	}
+}

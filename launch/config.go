@@ -1,0 +1,61 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// SlotEnv is set in the environment of a launched command to its job id.
+// A launcher that finds it (gcc running a masqueraded ld, a compile that
+// runs make) runs its command at once, in the slot it is already in:
+// asking for a second slot while holding one could deadlock a full pool.
+const SlotEnv = "NUMASTEAL_SLOT"
+
+// Config is one launch.
+type Config struct {
+	// Args is the command: the program (a name looked up in PATH, or a
+	// path) and its arguments.
+	Args []string
+	// Prog names the launcher in messages ("numasteal launch").
+	Prog string
+	// Serve starts the daemon when none answers; nil means
+	// ServeCommand(os.Getenv).
+	Serve []string
+	// Stderr gets the launcher's own messages; nil means os.Stderr. The
+	// command always gets the launcher's descriptors 0, 1 and 2 themselves.
+	Stderr io.Writer
+}
+
+// program fills in c's defaults and finds the program to run, skipping
+// this binary in PATH: prog is its path and argv the command line to exec.
+// A non-zero code is the exit status to return (usage, 2; not found, 127),
+// with the message written to stderr.
+func (c *Config) program() (prog string, argv []string, stderr io.Writer, code int) {
+	stderr = c.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	if c.Prog == "" {
+		c.Prog = "numasteal launch"
+	}
+	if len(c.Args) == 0 {
+		fmt.Fprintf(stderr, "usage: %s COMMAND [ARGS...]\n", c.Prog)
+		return "", nil, stderr, 2
+	}
+	prog, err := FindProgram(c.Args[0], os.Getenv("PATH"), SelfStat())
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s: %v\n", c.Prog, c.Args[0], err)
+		return "", nil, stderr, 127
+	}
+	return prog, append([]string{prog}, c.Args[1:]...), stderr, 0
+}
+
+// execDirect replaces the launcher with the command (the fallback: no
+// slot, nothing to report, and one process fewer).
+func execDirect(progName, prog string, argv, env []string, stderr io.Writer) int {
+	err := syscall.Exec(prog, argv, env)
+	fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, err)
+	return 127
+}
