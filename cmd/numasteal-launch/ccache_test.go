@@ -89,7 +89,7 @@ func testCcache(t *testing.T, e *env, conf string, vars ...string) {
 	if s := stats(); s["cache_miss"] != 1 {
 		t.Fatalf("ccache counted %d misses, want 1: %v", s["cache_miss"], s)
 	}
-	if got := e.statusOrZero("done"); got != "1" {
+	if got := e.done(); got != "1" {
 		t.Fatalf("the daemon admitted %s jobs for the miss, want 1", got)
 	}
 
@@ -108,7 +108,7 @@ func testCcache(t *testing.T, e *env, conf string, vars ...string) {
 	if got, err := os.ReadFile(obj); err != nil || !bytes.Equal(got, compiled) {
 		t.Errorf("the hit did not put back the object the miss compiled (read: %v)", err)
 	}
-	if got := e.statusOrZero("done"); got != "1" {
+	if got := e.done(); got != "1" {
 		t.Errorf("the daemon admitted %s jobs after the hit, want still 1", got)
 	}
 
@@ -133,7 +133,7 @@ func testCcache(t *testing.T, e *env, conf string, vars ...string) {
 		if s := stats(); s["compile_failed"] != i+1 {
 			t.Errorf("ccache counted %d failed compiles, want %d: %v", s["compile_failed"], i+1, s)
 		}
-		if got := e.statusOrZero("done"); got != wantDone {
+		if got := e.done(); got != wantDone {
 			t.Errorf("after failing compile %d the daemon admitted %s jobs in all, want %s", i+1, got, wantDone)
 		}
 	}
@@ -147,7 +147,7 @@ func testCcache(t *testing.T, e *env, conf string, vars ...string) {
 	if s := stats(); s["called_for_link"] != 1 {
 		t.Errorf("ccache counted %d links, want 1: %v", s["called_for_link"], s)
 	}
-	if got := e.statusOrZero("done"); got != "4" {
+	if got := e.done(); got != "4" {
 		t.Errorf("after the link the daemon admitted %s jobs in all, want 4", got)
 	}
 }

@@ -229,7 +229,7 @@ func checkBuilt(t *testing.T, e *env, dir string, prog string, jobs int, out str
 	if strings.Contains(out, "warning") {
 		t.Errorf("the build warned:\n%s", out)
 	}
-	if got := e.status("done"); got != strconv.Itoa(jobs) {
+	if got := e.done(); got != strconv.Itoa(jobs) {
 		t.Errorf("daemon ran %s jobs, want %d\n%s", got, jobs, out)
 	}
 }
@@ -272,9 +272,9 @@ func TestCMakeNinja(t *testing.T) {
 	bdir := filepath.Join(dir, "build")
 	run(t, e.cmd(dir, "cmake", "-G", "Ninja", "-S", ".", "-B", bdir,
 		"-DCMAKE_C_COMPILER_LAUNCHER="+e.launcher(), "-DCMAKE_C_LINKER_LAUNCHER="+e.launcher()))
-	before, _ := strconv.Atoi(e.statusOrZero("done"))
+	before, _ := strconv.Atoi(e.done())
 	out := run(t, e.cmd(bdir, "ninja"))
-	after, _ := strconv.Atoi(e.status("done"))
+	after, _ := strconv.Atoi(e.done())
 	if err := exec.Command(filepath.Join(bdir, "prog")).Run(); err != nil {
 		t.Fatalf("the built program fails: %v\n%s", err, out)
 	}
@@ -290,9 +290,9 @@ func TestMeson(t *testing.T) {
 	c := e.cmd(dir, "meson", "setup", bdir)
 	c.Env = append(c.Env, "CC="+e.launcher()+" gcc")
 	run(t, c)
-	before, _ := strconv.Atoi(e.statusOrZero("done"))
+	before, _ := strconv.Atoi(e.done())
 	out := run(t, e.cmd(bdir, "ninja"))
-	after, _ := strconv.Atoi(e.status("done"))
+	after, _ := strconv.Atoi(e.done())
 	if err := exec.Command(filepath.Join(bdir, "prog")).Run(); err != nil {
 		t.Fatalf("the built program fails: %v\n%s", err, out)
 	}
@@ -301,12 +301,18 @@ func TestMeson(t *testing.T) {
 	}
 }
 
-// statusOrZero is status, "0" when no daemon runs yet.
-func (e *env) statusOrZero(key string) string {
+// done returns the daemon's count of jobs done once nothing runs or waits
+// ("0" when no daemon runs yet). A job's end reaches the daemon a moment
+// after its process ended: the measured launcher's report is not awaited,
+// and a handed-off job ends when the daemon's pidfd watch sees it.
+func (e *env) done() string {
 	if e.daemonPID() == 0 {
 		return "0"
 	}
-	return e.status(key)
+	poll(e.t, "the daemon to see every job end", func() bool {
+		return strings.Contains(e.statusJSON(), `"running":[],"waiting":[]`)
+	})
+	return e.done()
 }
 
 // TestLauncherIsStatic: the launcher starts before every compile, so it
@@ -346,8 +352,9 @@ func TestHandoffAfterLearning(t *testing.T) {
 			t.Errorf("run %d: handed off %v (command pid %d, its parent %d, launcher %d), want %v",
 				round+1, handedOff, pid, ppid, c.Process.Pid, wantHandoff)
 		}
-		want := fmt.Sprintf(`"done":%d,"running":[]`, round+1)
-		poll(t, "the daemon to see the job end", func() bool { return strings.Contains(e.statusJSON(), want) })
+		if got, want := e.done(), strconv.Itoa(round+1); got != want {
+			t.Errorf("run %d: done = %s, want %s", round+1, got, want)
+		}
 	}
 	if got := e.status("learned_outputs"); got != "1" {
 		t.Errorf("learned_outputs = %s, want 1", got)
