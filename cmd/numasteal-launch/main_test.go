@@ -312,7 +312,7 @@ func (e *env) done() string {
 	poll(e.t, "the daemon to see every job end", func() bool {
 		return strings.Contains(e.statusJSON(), `"running":[],"waiting":[]`)
 	})
-	return e.done()
+	return e.status("done")
 }
 
 // TestLauncherIsStatic: the launcher starts before every compile, so it
