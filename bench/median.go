@@ -26,3 +26,14 @@ func timeIt(f func()) float64 {
 	f()
 	return float64(time.Since(start).Nanoseconds())
 }
+
+// quantile returns the q-quantile of xs (nearest rank), or 0 for none.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(q * float64(len(s)-1))
+	return s[max(0, min(i, len(s)-1))]
+}

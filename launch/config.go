@@ -13,6 +13,12 @@ import (
 // asking for a second slot while holding one could deadlock a full pool.
 const SlotEnv = "NUMASTEAL_SLOT"
 
+// MeasureEnv set to 1 asks the daemon to have every command measured
+// (run as the launcher's child, its peak RSS reported) instead of handed
+// off: to refresh the daemon's store after a change of compiler or flags,
+// or to time the measured path.
+const MeasureEnv = "NUMASTEAL_MEASURE"
+
 // Config is one launch.
 type Config struct {
 	// Args is the command: the program (a name looked up in PATH, or a

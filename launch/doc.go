@@ -34,7 +34,8 @@
 //     The slot now belongs to the process: the daemon watches its pidfd and
 //     frees the slot when it ends, however it ends.
 //  6. Measured, when the daemon wants the command's peak RSS (an output it
-//     has not seen, or one in eight of those it has): fork the command from
+//     has not seen, one in eight of those it has, or every one when
+//     $NUMASTEAL_MEASURE is 1): fork the command from
 //     the pinned thread with the same descriptors and process group, wait
 //     with wait4, whose ru_maxrss covers the command and every child it
 //     waited for (cc1, as, collect2), send "done" with it (no answer is
@@ -96,7 +97,7 @@
 //
 // One line per message, "ns1 VERB key=value ...", values %XX-escaped
 // (proto.go). The launcher sends "acquire kind= out= pid= cmd= handoff=1
-// [build=]" and waits for "grant job= cpu= node= mem_kib= [handoff=1]";
+// [build=] [measure=1]" and waits for "grant job= cpu= node= mem_kib= [handoff=1]";
 // then either sends "exec" and execs the command, or runs it and sends
 // "done rss_kib= wall_us= status=" (the daemon answers "ok", which the
 // launcher does not wait for). "status" gets "status json=...",

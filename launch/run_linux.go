@@ -50,6 +50,9 @@ func Run(c Config) int {
 	if build != "" {
 		req.Fields = append(req.Fields, Field{Key: "build", Value: build})
 	}
+	if os.Getenv(MeasureEnv) == "1" {
+		req.Fields = append(req.Fields, Field{Key: "measure", Value: "1"})
+	}
 	slot, err := acquire(paths, serve, os.Getenv, req)
 	if err != nil {
 		warnOnce(paths, localBuild(build), stderr, fmt.Sprintf(

@@ -484,6 +484,7 @@ func (s *Server) newJob(m launch.Msg) *job {
 	if pid, ok := m.Int("pid"); ok {
 		j.pid = int(pid)
 	}
+	forced, _ := m.Get("measure")
 	if j.build == "" {
 		j.build = "?"
 	}
@@ -503,6 +504,7 @@ func (s *Server) newJob(m launch.Msg) *job {
 			j.need = s.cfg.GuessLink
 		}
 	}
+	j.measure = j.measure || forced == "1"
 	return j
 }
 
