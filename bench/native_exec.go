@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// nativeCmd is one command of a native build: an argv run in a directory,
+// with variables added to the environment.
+type nativeCmd struct {
+	Dir  string
+	Args []string
+	Env  []string
+}
+
+// String returns the command as a shell line, with its directory.
+func (c nativeCmd) String() string {
+	s := shellJoin(c.Args)
+	if c.Dir != "" {
+		s = "cd " + shellQuote(c.Dir) + " && " + s
+	}
+	return s
+}
+
+// nativeEnv returns this process's environment for a native build, less
+// what would change the build under test: numasteal's own variables
+// (NUMASTEAL_SLOT from an enclosing launch, NUMASTEAL_LAUNCH=off, a
+// socket of the user's daemon) and make's (the jobserver and flags of an
+// enclosing make), with extra added.
+func nativeEnv(environ, extra []string) []string {
+	out := make([]string, 0, len(environ)+len(extra))
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "NUMASTEAL_") || k == "MAKEFLAGS" || k == "MFLAGS" || k == "MAKELEVEL" || k == "MAKE_TERMOUT" || k == "MAKE_TERMERR" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+// command returns c as an exec.Cmd in a process group of its own, the
+// whole group killed when ctx is done (make's jobs, the launchers and
+// their compilers are all in it), its output kept in out.
+func (c nativeCmd) command(ctx context.Context, extraEnv []string, out *tailBuffer) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = nativeEnv(os.Environ(), append(c.Env[:len(c.Env):len(c.Env)], extraEnv...))
+	cmd.Stdout, cmd.Stderr = out, out
+	inGroup(cmd)
+	return cmd
+}
+
+// inGroup puts cmd in a process group of its own, which its
+// cancellation kills whole, and bounds how long a killed command's
+// output pipe may stay open.
+func inGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+}
+
+// run runs c to its end, untimed (a clean, a configure step).
+func (c nativeCmd) run(ctx context.Context, extraEnv []string) error {
+	var out tailBuffer
+	if err := c.command(ctx, extraEnv, &out).Run(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", c, err, out.String())
+	}
+	return nil
+}
+
+// runTogether starts cmds at once and waits for all of them: the wall
+// time until the last one ended, and the user and system time of all
+// their process trees (wait4's rusage), summed. When one fails the others
+// are killed.
+func runTogether(ctx context.Context, cmds []nativeCmd, extraEnv []string) (buildMeasure, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		i   int
+		err error
+		ru  *syscall.Rusage
+	}
+	outs := make([]tailBuffer, len(cmds))
+	execs := make([]*exec.Cmd, len(cmds))
+	for i, c := range cmds {
+		execs[i] = c.command(ctx, extraEnv, &outs[i])
+	}
+	done := make(chan result, len(cmds))
+	start := time.Now()
+	for i, cmd := range execs {
+		if err := cmd.Start(); err != nil {
+			done <- result{i: i, err: err}
+			continue
+		}
+		go func() {
+			err := cmd.Wait()
+			var ru *syscall.Rusage
+			if cmd.ProcessState != nil {
+				ru, _ = cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			}
+			done <- result{i, err, ru}
+		}()
+	}
+	var m buildMeasure
+	var first error
+	for range execs {
+		r := <-done
+		if r.err != nil && first == nil {
+			first = fmt.Errorf("%s: %w\n%s", cmds[r.i], r.err, outs[r.i].String())
+			cancel()
+		}
+		if r.ru != nil {
+			m.user += float64(r.ru.Utime.Nano()) / 1e9
+			m.sys += float64(r.ru.Stime.Nano()) / 1e9
+		}
+	}
+	m.elapsed = time.Since(start).Seconds()
+	if first != nil {
+		return buildMeasure{}, first
+	}
+	return m, nil
+}
