@@ -44,31 +44,54 @@ func nativeEnv(environ, extra []string) []string {
 	return append(out, extra...)
 }
 
-// command returns c as an exec.Cmd in a process group of its own, the
-// whole group killed when ctx is done (make's jobs, the launchers and
-// their compilers are all in it), its output kept in out.
+// stopGrace is how long a build tool has to end its jobs and exit after
+// SIGTERM before its process group is killed.
+const stopGrace = 5 * time.Second
+
+// command returns c as an exec.Cmd in a process group of its own (see
+// waitGroup), stopped when ctx is done, its output kept in out.
+//
+// Stopping is SIGTERM to the group, then SIGKILL. The group holds make,
+// its jobs, their launchers and compilers (make runs its jobs in its own
+// group, and a launcher runs its command in the launcher's), so SIGTERM
+// reaches them all and make waits for its jobs before it exits. Ninja
+// gives every job a group of its own, which a signal to ninja's group
+// misses: ninja itself passes SIGTERM to each job's group and waits for
+// them, so no launcher is left to reconnect to a daemon after the run.
+// A tool that has not exited stopGrace after SIGTERM is killed, and
+// waitGroup kills what is left of its group.
 func (c nativeCmd) command(ctx context.Context, extraEnv []string, out *tailBuffer) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
 	cmd.Dir = c.Dir
 	cmd.Env = nativeEnv(os.Environ(), append(c.Env[:len(c.Env):len(c.Env)], extraEnv...))
 	cmd.Stdout, cmd.Stderr = out, out
-	inGroup(cmd)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = stopGrace
 	return cmd
 }
 
-// inGroup puts cmd in a process group of its own, which its
-// cancellation kills whole, and bounds how long a killed command's
-// output pipe may stay open.
-func inGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
+// waitGroup waits for cmd (started by command) and then kills whatever
+// is left in its process group: nothing after a build that ended by
+// itself, the stragglers of one stopped. The group's id cannot name
+// another group meanwhile: an id is not reused while a process of the
+// group lives, and an empty group's id would have to be handed to a new
+// process that makes it its own group, in the moment after the reap.
+func waitGroup(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return err
 }
 
 // run runs c to its end, untimed (a clean, a configure step).
 func (c nativeCmd) run(ctx context.Context, extraEnv []string) error {
 	var out tailBuffer
-	if err := c.command(ctx, extraEnv, &out).Run(); err != nil {
+	cmd := c.command(ctx, extraEnv, &out)
+	err := cmd.Start()
+	if err == nil {
+		err = waitGroup(cmd)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w\n%s", c, err, out.String())
 	}
 	return nil
@@ -99,7 +122,7 @@ func runTogether(ctx context.Context, cmds []nativeCmd, extraEnv []string) (buil
 			continue
 		}
 		go func() {
-			err := cmd.Wait()
+			err := waitGroup(cmd)
 			var ru *syscall.Rusage
 			if cmd.ProcessState != nil {
 				ru, _ = cmd.ProcessState.SysUsage().(*syscall.Rusage)
