@@ -86,17 +86,24 @@ type NativeRow struct {
 	DaemonJobs float64 `json:"daemon_jobs"`
 	// CPUPct is (user+sys+daemon)/elapsed, in percent.
 	CPUPct float64 `json:"cpu_pct"`
-	Runs   int     `json:"runs"`
+	// Runs is how many runs the medians are of.
+	Runs int `json:"runs"`
 }
 
 // NativeResult is a whole native benchmark.
 type NativeResult struct {
-	Corpus   string        `json:"corpus"`
-	CPUs     int           `json:"cpus"`
-	Reps     int           `json:"reps"`
-	Launcher string        `json:"launcher"`
-	Rows     []NativeRow   `json:"rows"`
-	Ratios   []NativeRatio `json:"ratios"`
+	// Corpus is the spelling of the corpus (linux:tinyconfig).
+	Corpus string `json:"corpus"`
+	// CPUs is what make's -j 2×CPUs was scaled by.
+	CPUs int `json:"cpus"`
+	// Reps is how many times each contender ran.
+	Reps int `json:"reps"`
+	// Launcher is the numasteal-launch binary of the launcher rows.
+	Launcher string `json:"launcher"`
+	// Rows are the contenders in the order they alternated.
+	Rows []NativeRow `json:"rows"`
+	// Ratios are the launcher rows against the plain ones.
+	Ratios []NativeRatio `json:"ratios"`
 }
 
 // Row returns the row of key, if it ran.
@@ -119,9 +126,12 @@ type nativePlan struct {
 
 // RunNative prepares the native corpus o.Spec under o.Dir (fetching,
 // unpacking and configuring what an earlier benchmark there did not
-// leave) and runs every contender o.Reps times, alternating. No daemon
-// it started and no build it ran outlives it, also when ctx is
-// cancelled.
+// leave) and runs every contender o.Reps times, alternating. Each
+// launcher run starts a daemon of its own, on a socket of its own; the
+// daemons of one RunNative share their learned peak-RSS history, so it
+// persists across repetitions, never across benchmarks
+// (native_daemon.go). No daemon it started and no build it ran outlives
+// it, also when ctx is cancelled.
 func RunNative(ctx context.Context, o NativeOptions) (res *NativeResult, err error) {
 	spec, err := ParseNativeSpec(o.Spec)
 	if err != nil {
