@@ -10,22 +10,15 @@ import (
 	"time"
 )
 
-// nativeCmd is one command of a native build: an argv run in a directory,
-// with variables added to the environment.
+// nativeCmd is one command of a native build, an argv; it names its
+// directories itself (make -C, ninja -C, cmake -S and -B), so it runs
+// anywhere.
 type nativeCmd struct {
-	Dir  string
 	Args []string
-	Env  []string
 }
 
-// String returns the command as a shell line, with its directory.
-func (c nativeCmd) String() string {
-	s := shellJoin(c.Args)
-	if c.Dir != "" {
-		s = "cd " + shellQuote(c.Dir) + " && " + s
-	}
-	return s
-}
+// String returns the command as a shell line.
+func (c nativeCmd) String() string { return shellJoin(c.Args) }
 
 // nativeEnv returns this process's environment for a native build, less
 // what would change the build under test: numasteal's own variables
@@ -62,8 +55,7 @@ const stopGrace = 5 * time.Second
 // waitGroup kills what is left of its group.
 func (c nativeCmd) command(ctx context.Context, extraEnv []string, out *tailBuffer) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
-	cmd.Dir = c.Dir
-	cmd.Env = nativeEnv(os.Environ(), append(c.Env[:len(c.Env):len(c.Env)], extraEnv...))
+	cmd.Env = nativeEnv(os.Environ(), extraEnv)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
