@@ -32,6 +32,10 @@ type DebianOptions struct {
 	Log func(string)
 }
 
+// debianSuite is the release suite a Debian corpus is fetched from
+// unless told otherwise.
+const debianSuite = "bookworm"
+
 // debianSourcesFile is where LoadDebian writes deb-src entries derived
 // from the machine's deb entries when it has none.
 const debianSourcesFile = "/etc/apt/sources.list.d/numasteal-deb-src.sources"
@@ -42,7 +46,7 @@ const debianSourcesFile = "/etc/apt/sources.list.d/numasteal-deb-src.sources"
 // adding deb-src entries when missing).
 func LoadDebian(ctx context.Context, o DebianOptions) (*Corpus, error) {
 	if o.Suite == "" {
-		o.Suite = "bookworm"
+		o.Suite = debianSuite
 	}
 	log := o.Log
 	if log == nil {
@@ -55,20 +59,7 @@ func LoadDebian(ctx context.Context, o DebianOptions) (*Corpus, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: debian corpus: %w", err)
 	}
-	step := func(what string, dir string, env []string, args ...string) ([]byte, error) {
-		start := time.Now()
-		log(what + ": " + strings.Join(args, " "))
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Stdin = nil
-		out, err := cmd.CombinedOutput()
-		log(fmt.Sprintf("%s: done in %.1fs", what, time.Since(start).Seconds()))
-		if err != nil {
-			return out, fmt.Errorf("bench: debian corpus %s: %s: %w\n%s", o.Package, strings.Join(args, " "), err, tail(out, 3000))
-		}
-		return out, nil
-	}
+	step := debianStepper(ctx, o.Package, log)
 	src := filepath.Join(work, "src")
 	logPath := filepath.Join(work, "build.log")
 	if data, err := os.ReadFile(logPath); err == nil {
@@ -77,21 +68,15 @@ func LoadDebian(ctx context.Context, o DebianOptions) (*Corpus, error) {
 		log("reusing the build recorded in " + logPath)
 		return parseDebianLog(o.Package, src, data, log)
 	}
-	if err := ensureDebSrc(ctx, log); err != nil {
-		return nil, err
-	}
 	spec := o.Package + "/" + o.Suite
-	if _, err := step("fetch", work, nil, "apt-get", "source", "--download-only", "-q", spec); err != nil {
+	dsc, err := fetchDebianDsc(ctx, step, o.Package, spec, work, log)
+	if err != nil {
 		return nil, err
-	}
-	dscs, _ := filepath.Glob(filepath.Join(work, "*.dsc"))
-	if len(dscs) == 0 {
-		return nil, fmt.Errorf("bench: debian corpus %s: apt-get source left no .dsc in %s", o.Package, work)
 	}
 	if err := os.RemoveAll(src); err != nil {
 		return nil, fmt.Errorf("bench: debian corpus: %w", err)
 	}
-	if _, err := step("unpack", work, nil, "dpkg-source", "-x", dscs[len(dscs)-1], src); err != nil {
+	if _, err := step("unpack", work, nil, "dpkg-source", "-x", dsc, src); err != nil {
 		return nil, err
 	}
 	if _, err := step("build-dep", work, []string{"DEBIAN_FRONTEND=noninteractive"},
@@ -110,6 +95,47 @@ func LoadDebian(ctx context.Context, o DebianOptions) (*Corpus, error) {
 		return nil, fmt.Errorf("bench: debian corpus: %w", err)
 	}
 	return parseDebianLog(o.Package, src, out, log)
+}
+
+// debianStep runs one preparation step of a Debian corpus: what names it
+// in the log, args run in dir with env added; it returns the combined
+// output.
+type debianStep func(what string, dir string, env []string, args ...string) ([]byte, error)
+
+// debianStepper returns the step runner of package pkg, logging each
+// step and how long it took.
+func debianStepper(ctx context.Context, pkg string, log func(string)) debianStep {
+	return func(what string, dir string, env []string, args ...string) ([]byte, error) {
+		start := time.Now()
+		log(what + ": " + strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdin = nil
+		out, err := cmd.CombinedOutput()
+		log(fmt.Sprintf("%s: done in %.1fs", what, time.Since(start).Seconds()))
+		if err != nil {
+			return out, fmt.Errorf("bench: debian corpus %s: %s: %w\n%s", pkg, strings.Join(args, " "), err, tail(out, 3000))
+		}
+		return out, nil
+	}
+}
+
+// fetchDebianDsc downloads the source package spec (PKG/SUITE) into work
+// with apt-get source, adding deb-src entries first when apt has none,
+// and returns its .dsc.
+func fetchDebianDsc(ctx context.Context, step debianStep, pkg, spec, work string, log func(string)) (string, error) {
+	if err := ensureDebSrc(ctx, log); err != nil {
+		return "", err
+	}
+	if _, err := step("fetch", work, nil, "apt-get", "source", "--download-only", "-q", spec); err != nil {
+		return "", err
+	}
+	dscs, _ := filepath.Glob(filepath.Join(work, "*.dsc"))
+	if len(dscs) == 0 {
+		return "", fmt.Errorf("bench: debian corpus %s: apt-get source left no .dsc in %s", pkg, work)
+	}
+	return dscs[len(dscs)-1], nil
 }
 
 func parseDebianLog(pkg, src string, out []byte, log func(string)) (*Corpus, error) {

@@ -58,5 +58,5 @@ func LoadCorpus(ctx context.Context, o CorpusOptions) (*Corpus, error) {
 		}
 		return LoadDebian(ctx, DebianOptions{Package: arg, Dir: o.Dir, Log: log})
 	}
-	return nil, fmt.Errorf("bench: unknown corpus %q (want cgen, cgen:SEED or debian:SRCPKG)", o.Spec)
+	return nil, fmt.Errorf("bench: unknown corpus %q (want cgen, cgen:SEED or debian:SRCPKG; linux:tinyconfig and debian-cmake:SRCPKG are native builds, see RunNative)", o.Spec)
 }

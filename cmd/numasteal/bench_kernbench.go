@@ -13,7 +13,7 @@ import (
 
 func runBenchKernbench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("numasteal bench kernbench", stderr)
-	corpus := fs.String("corpus", "cgen", "the build: cgen (generated C project), cgen:SEED or debian:SRCPKG")
+	corpus := fs.String("corpus", "cgen", "the build: cgen (generated C project), cgen:SEED or debian:SRCPKG (recorded commands); linux:tinyconfig or debian-cmake:SRCPKG (the project's own build system)")
 	quick := fs.Bool("quick", false, "a small generated corpus (1-2 minutes on 2 CPUs)")
 	files := fs.Int("files", 0, "translation units of the generated corpus (0: 496, or 16 with --quick)")
 	reps := fs.Int("reps", 3, "runs of each runner and -j level; medians are reported")
@@ -23,9 +23,21 @@ func runBenchKernbench(ctx context.Context, args []string, stdout, stderr io.Wri
 	work := fs.String("dir", "", "work directory (default: a temporary one, removed after)")
 	svg := fs.String("svg", "", "write the timeline of the last numasteal max run to this SVG file")
 	nsBin := fs.String("numasteal", "", "the numasteal binary measured (default: this one)")
+	launcher := fs.String("launcher", "", "native corpora: the numasteal-launch binary (default: numasteal-launch beside the numasteal measured)")
+	two := fs.Bool("two", false, "native corpora: add the rows of two builds at once, plainly and through one daemon")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if bench.IsNativeCorpus(*corpus) {
+		return runKernbenchNative(ctx, fs, bench.NativeOptions{
+			Spec: *corpus, Numasteal: *nsBin, Launcher: *launcher, Reps: *reps, Two: *two,
+		}, nativeOutput{dir: *work, json: *asJSON, quiet: *quiet}, stdout, stderr)
+	}
+	for _, name := range []string{"launcher", "two"} {
+		if fs.Changed(name) {
+			return usageError(fs, stderr, fmt.Errorf("--%s applies to the native corpora (linux:tinyconfig, debian-cmake:SRCPKG), not %s", name, *corpus))
+		}
 	}
 	self := *nsBin
 	if self == "" {

@@ -72,3 +72,38 @@ func TestBenchKernbenchBadCorpus(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestBenchKernbenchNativeBadInput: a misspelt native corpus, a flag of
+// the other kind of corpus and a missing launcher are refused before
+// anything runs (the work directory is not even made).
+func TestBenchKernbenchNativeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "numasteal")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--corpus", "linux:defconfig"}, exitUsage, "tinyconfig only"},
+		{[]string{"--corpus", "debian-cmake:"}, exitUsage, "name a Debian source package"},
+		{[]string{"--corpus", "linux:tinyconfig", "--runners", "make"}, exitUsage, "--runners applies to the recorded corpora"},
+		{[]string{"--corpus", "debian-cmake:libzstd", "--svg", "x.svg"}, exitUsage, "--svg applies to the recorded corpora"},
+		{[]string{"--corpus", "cgen", "--two"}, exitUsage, "--two applies to the native corpora"},
+		{[]string{"--corpus", "debian:libzstd", "--launcher", fake}, exitUsage, "--launcher applies to the native corpora"},
+		{[]string{"--corpus", "linux:tinyconfig", "--numasteal", fake, "--launcher", filepath.Join(dir, "missing")}, exitFail, "the launcher: stat"},
+		{[]string{"--corpus", "debian-cmake:libzstd", "--numasteal", fake}, exitFail, "numasteal-launch beside " + fake},
+	} {
+		work := filepath.Join(dir, "work")
+		var stdout, stderr bytes.Buffer
+		code := runBenchKernbench(context.Background(), append(tt.args, "-q", "--dir", work), &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tt.args, code, stderr.String(), tt.code, tt.want)
+		}
+		if _, err := os.Stat(work); !os.IsNotExist(err) {
+			t.Errorf("%q: the work directory was made (%v)", tt.args, err)
+		}
+	}
+}
