@@ -2,15 +2,15 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/numasteal/numasteal/launch"
 )
 
 // The launcher's cost: what numasteal-launch adds to one command, the
@@ -100,7 +100,12 @@ func RunLaunchCost(ctx context.Context, o LaunchCostOptions) (*LaunchCostResult,
 	}
 	base := append(os.Environ(), "NUMASTEAL_SOCKET="+sock, "NUMASTEAL_BIN="+o.Numasteal,
 		"NUMASTEAL_SERVE_FLAGS=--idle 1m", "NUMASTEAL_BUILD=bench-launch", "NUMASTEAL_SLOT=", "NUMASTEAL_LAUNCH=")
-	defer stopDaemon(sock)
+	defer stopDaemon(launch.PathsFromEnv(func(k string) string {
+		if k == "NUMASTEAL_SOCKET" {
+			return sock
+		}
+		return ""
+	}))
 	cs := []lcContender{
 		{lcTrue, []string{truePath}, nil},
 		{lcFloor, []string{o.Launcher, truePath}, []string{"NUMASTEAL_LAUNCH=off"}},
@@ -192,27 +197,4 @@ func runOnce(ctx context.Context, c lcContender, base []string, dir string) (wal
 		cpuUS = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e3
 	}
 	return wallUS, cpuUS, nil
-}
-
-// stopDaemon ends the daemon that holds sock's lock (its pid is in the
-// lock file) and waits, up to 10 s, for it to exit.
-func stopDaemon(sock string) error {
-	b, err := os.ReadFile(sock + ".lock")
-	if err != nil {
-		return nil
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return nil
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return nil
-	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	return fmt.Errorf("bench: the daemon %d did not exit on SIGTERM", pid)
 }
