@@ -216,22 +216,31 @@ const userHZ = 100
 // counted after the command name in parentheses, which may hold spaces
 // and parentheses itself).
 func parseProcStatCPU(data []byte) (user, sys float64, err error) {
+	t, err := parseProcStatTimes(data)
+	return t[0], t[1], err
+}
+
+// parseProcStatTimes returns fields 14 to 17 of /proc/PID/stat in
+// seconds: utime, stime, and cutime, cstime (the children it waited for).
+func parseProcStatTimes(data []byte) (t [4]float64, err error) {
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("bench: /proc stat %.40q: no command name", s)
+		return t, fmt.Errorf("bench: /proc stat %.40q: no command name", s)
 	}
 	f := strings.Fields(s[i+1:])
 	// f[0] is field 3 (state), so field n is f[n-3].
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("bench: /proc stat %.40q: %d fields after the name, want at least 13", s, len(f))
+	if len(f) < 15 {
+		return t, fmt.Errorf("bench: /proc stat %.40q: %d fields after the name, want at least 15", s, len(f))
 	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, fmt.Errorf("bench: /proc stat: %w", err)
+	for k := range t {
+		v, err := strconv.ParseUint(f[11+k], 10, 64)
+		if err != nil {
+			return t, fmt.Errorf("bench: /proc stat: %w", err)
+		}
+		t[k] = float64(v) / userHZ
 	}
-	return float64(ut) / userHZ, float64(st) / userHZ, nil
+	return t, nil
 }
 
 // daemonLogTail returns the end of p's daemon log, for an error message.

@@ -436,7 +436,13 @@ func (b *build) statusLocked(last *TaskResult) Status {
 func command(t *buildgraph.Task, environ []string, timeout time.Duration) proc.Command {
 	args := t.Cmd
 	if args == nil {
-		args = []string{"/bin/sh", "-c", t.Shell}
+		// The program is looked up in numasteal's PATH, so a task that
+		// sets its own keeps the shell, which looks it up in that one.
+		if words, ok := directArgv(t.Shell); ok && !hasKey(t.Env, "PATH") {
+			args = words
+		} else {
+			args = []string{"/bin/sh", "-c", t.Shell}
+		}
 	}
 	env := environ
 	if len(t.Env) > 0 {
@@ -446,4 +452,9 @@ func command(t *buildgraph.Task, environ []string, timeout time.Duration) proc.C
 		}
 	}
 	return proc.Command{Args: args, Dir: t.Cwd, Env: env, Slots: t.Slots(), Timeout: timeout}
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -21,8 +22,13 @@ func runBenchScale(ctx context.Context, args []string, stdout, stderr io.Writer)
 	noProgress := fs.Bool("no-progress", false, "do not read Progress after each completion")
 	asJSON := fs.Bool("json", false, `print {"rows": [{"shape", "n", "ns_per_task", ...}]}`)
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	runs := fs.String("run", "", "instead: `numasteal run` of this many `true` commands, comma-separated counts (e.g. 10000,100000), alternated")
+	jobs := fs.IntP("jobs", "j", 0, "with --run: numasteal run's -j (0: its default)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if *runs != "" {
+		return benchScaleRuns(ctx, *runs, *jobs, *reps, *asJSON, *quiet, stdout, stderr)
 	}
 	opts := bench.ScaleOptions{Reps: *reps, NoProgress: *noProgress, Shapes: strings.Split(*shapes, ",")}
 	for _, f := range strings.Split(*ns, ",") {
@@ -57,6 +63,52 @@ func runBenchScale(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "%-8s %9d %10.0f %8.2fx %10.0f %10.0f %10.0f %10.0f\n",
 			r.Shape, r.N, r.NsPerTask, r.NsPerTask/first, r.SetupNsPerTask,
 			r.GraphBytesPerTask, r.SchedBytesPerTask, r.PeakRSSBytesPerTask)
+	}
+	return exitOK
+}
+
+// benchScaleRuns is "numasteal bench scale --run N1,N2": wall and own CPU
+// time per command of numasteal run over N true commands.
+func benchScaleRuns(ctx context.Context, counts string, jobs, reps int, asJSON, quiet bool, stdout, stderr io.Writer) int {
+	o := bench.ScaleRunOptions{Reps: reps, Jobs: jobs}
+	for _, f := range strings.Split(counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "numasteal bench scale: --run: bad command count %q\n", f)
+			return exitUsage
+		}
+		o.Ns = append(o.Ns, n)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal bench scale: finding this binary: %v\n", err)
+		return exitFail
+	}
+	o.Numasteal = self
+	dir, err := os.MkdirTemp("", "scale-run-")
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal bench scale: %v\n", err)
+		return exitFail
+	}
+	defer os.RemoveAll(dir)
+	o.Dir = dir
+	show, done := benchStatus(stderr, quiet)
+	o.Progress = show
+	rows, err := bench.RunScaleRuns(ctx, o)
+	done()
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal bench scale: %v\n", err)
+		return exitFail
+	}
+	if asJSON {
+		return writeJSON(stdout, struct {
+			Rows []bench.ScaleRunRow `json:"rows"`
+		}{rows})
+	}
+	fmt.Fprintf(stdout, "%9s %14s %9s %16s %18s %12s\n", "commands", "wall µs/cmd", "vs first", "own CPU µs/cmd", "children µs/cmd", "peak RSS KiB")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%9d %14.1f %8.2fx %16.1f %18.1f %12d\n", r.N, r.WallUSPerTask,
+			r.WallUSPerTask/rows[0].WallUSPerTask, r.OwnCPUUS, r.ChildCPUUS, r.PeakRSSKiB)
 	}
 	return exitOK
 }
