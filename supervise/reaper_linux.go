@@ -109,25 +109,39 @@ func reapPid(pid int) bool {
 	return err == nil && got == pid
 }
 
-// children returns this process's children, zombies included: the union
-// of /proc/self/task/*/children (each thread's; an orphan is reparented to
-// any thread), or, where the kernel lacks CONFIG_PROC_CHILDREN, a /proc
-// scan for PPid.
+// children returns the children of this process that an exec.Cmd of it
+// does not wait for, zombies included: orphans reparented to it as a
+// subreaper. The kernel gives an orphan to the first living thread of the
+// reaper (find_new_reaper, find_alive_thread), the thread-group leader
+// while it lives, and Go's main thread lives as long as the process: so
+// one file, /proc/self/task/PID/children, lists them, not one per thread
+// (a read each, a millisecond's fraction per task ended). When the leader
+// has none to read, every thread's file is read; where the kernel lacks
+// CONFIG_PROC_CHILDREN, /proc is scanned for PPid.
 func children() []int {
+	self := strconv.Itoa(os.Getpid())
+	if b, err := os.ReadFile("/proc/self/task/" + self + "/children"); err == nil {
+		return appendPids(nil, b)
+	} else if errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat("/proc/self/task/" + self); err == nil {
+			return childrenByScan() // no CONFIG_PROC_CHILDREN
+		}
+	}
 	tids, _ := os.ReadDir("/proc/self/task")
 	var pids []int
-	for i, tid := range tids {
-		b, err := os.ReadFile("/proc/self/task/" + tid.Name() + "/children")
-		if i == 0 && errors.Is(err, os.ErrNotExist) {
-			return childrenByScan()
+	for _, tid := range tids {
+		if b, err := os.ReadFile("/proc/self/task/" + tid.Name() + "/children"); err == nil {
+			pids = appendPids(pids, b)
 		}
-		if err != nil {
-			continue
-		}
-		for _, w := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(w); err == nil {
-				pids = append(pids, pid)
-			}
+	}
+	return pids
+}
+
+// appendPids appends the pids of a children file's text to pids.
+func appendPids(pids []int, b []byte) []int {
+	for _, w := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(w); err == nil {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
