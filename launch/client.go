@@ -224,5 +224,29 @@ func warnOnce(p Paths, build string, w io.Writer, msg string) {
 			f.Close()
 		}
 	}
+	if underCache() {
+		// ccache stores a compile's stderr with its object and prints it
+		// again on every hit, long after the daemon is back: the warning
+		// goes to the terminal, when there is one, and to the log.
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			fmt.Fprintln(tty, msg)
+			tty.Close()
+		}
+		if f, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+			fmt.Fprintln(f, msg)
+			f.Close()
+		}
+		return
+	}
 	fmt.Fprintln(w, msg)
+}
+
+// cacheTools are the compiler caches whose stored stderr the launcher
+// must not write into.
+var cacheTools = map[string]bool{"ccache": true, "sccache": true}
+
+// underCache reports whether the launcher's parent is a compiler cache.
+func underCache() bool {
+	st, err := readStat("/proc", os.Getppid())
+	return err == nil && cacheTools[st.comm]
 }

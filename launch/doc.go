@@ -69,7 +69,9 @@
 // When no daemon answers and none can be started, or it speaks another
 // protocol version, or it refuses the request, the launcher execs the
 // command directly and warns once per build (a marker file named by the
-// build id in the runtime directory, created O_EXCL). A connection that
+// build id in the runtime directory, created O_EXCL), on stderr; under
+// ccache or sccache, which store a compile's stderr and replay it on every
+// cache hit, on the terminal and in the daemon's log instead. A connection that
 // breaks before the grant (the daemon was killed, or exited idle just as
 // we connected) is retried on a new connection, starting a new daemon:
 // nothing has run yet, so nothing runs twice. A connection that breaks

@@ -30,11 +30,12 @@ func TestCcachePrefix(t *testing.T) {
 	})
 }
 
-// testCcache runs the miss, the hit, the failing compile and the link
-// with a cache of its own, configured by conf (the contents of
-// ccache.conf) and vars.
-func testCcache(t *testing.T, e *env, conf string, vars ...string) {
-	src, ccdir := t.TempDir(), t.TempDir()
+// ccacheIn returns a maker of ccache commands with a cache of its own,
+// configured by conf (the contents of ccache.conf) and vars, run in src
+// (new, holding x.c and bad.c).
+func ccacheIn(t *testing.T, e *env, conf string, vars ...string) (ccache func(args ...string) *exec.Cmd, src string) {
+	src = t.TempDir()
+	ccdir := t.TempDir()
 	confPath := filepath.Join(ccdir, "ccache.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -55,12 +56,19 @@ func testCcache(t *testing.T, e *env, conf string, vars ...string) {
 	base = append(base, e.vars...)
 	base = append(base, "CCACHE_DIR="+ccdir, "CCACHE_CONFIGPATH="+confPath)
 	base = append(base, vars...)
-	ccache := func(args ...string) *exec.Cmd {
+	return func(args ...string) *exec.Cmd {
 		c := exec.Command("ccache", args...)
 		c.Dir = src
 		c.Env = base
 		return c
-	}
+	}, src
+}
+
+// testCcache runs the miss, the hit, the failing compile and the link
+// with a cache of its own, configured by conf (the contents of
+// ccache.conf) and vars.
+func testCcache(t *testing.T, e *env, conf string, vars ...string) {
+	ccache, src := ccacheIn(t, e, conf, vars...)
 	stats := func() map[string]int {
 		out, err := ccache("--print-stats").Output()
 		if err != nil {
@@ -149,5 +157,26 @@ func testCcache(t *testing.T, e *env, conf string, vars ...string) {
 	}
 	if got := e.done(); got != "4" {
 		t.Errorf("after the link the daemon admitted %s jobs in all, want 4", got)
+	}
+}
+
+// TestCcacheDaemonDownWarning: when no daemon can be started, the
+// launcher under ccache warns on the terminal and in the log, never on the
+// stderr ccache stores with the object and would print on every hit.
+func TestCcacheDaemonDownWarning(t *testing.T) {
+	need(t, "ccache", "gcc")
+	e := newEnv(t, "")
+	ccache, src := ccacheIn(t, e, "", "CCACHE_PREFIX="+e.launcher(), "NUMASTEAL_BIN=/nonexistent/numasteal")
+	const warning = "running commands of this build directly"
+	for _, what := range []string{"miss", "hit"} {
+		if out := run(t, ccache("gcc", "-c", "x.c", "-o", "x.o")); strings.Contains(out, warning) {
+			t.Errorf("the %s printed the launcher's warning:\n%s", what, out)
+		}
+		if err := os.Remove(filepath.Join(src, "x.o")); err != nil {
+			t.Fatalf("the %s wrote no object: %v", what, err)
+		}
+	}
+	if b, _ := os.ReadFile(e.sock + ".log"); !strings.Contains(string(b), warning) {
+		t.Errorf("the daemon's log has no warning:\n%s", b)
 	}
 }
