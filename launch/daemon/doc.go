@@ -42,8 +42,9 @@
 // # Farm
 //
 // With a farm (Config.Farm: "numasteal serve --farm HOSTS", or
-// $DISTCC_HOSTS in the daemon's environment; its hosts are probed at
-// start, and those that do not answer start down), a remote job's grant
+// $DISTCC_HOSTS in the daemon's environment without --farm, and none with
+// --farm none; its hosts are probed at start, and those that do not
+// answer start down), a remote job's grant
 // names a host (farm.Farm.Acquire: icecream-style scoring by measured
 // speed, load and recent faults) instead of a CPU, and is never handed
 // off: the launcher runs the compile through distcc on that host alone,
