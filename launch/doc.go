@@ -31,7 +31,8 @@
 //     ARGS..." with DISTCC_HOSTS naming that host alone and distcc's
 //     fallback and local retry off, wait for it, send "done" with its
 //     status, wall time and whether distcc itself failed (its exit codes
-//     100 to 127, not the compiler's), and exit with its status. A
+//     100 to 127, not the compiler's, or a crash), and exit with its
+//     status. A
 //     compile error is the compiler's status, passed through once. After
 //     a distcc failure nothing has run: acquire again, on a new
 //     connection, with "local" (the daemon gives a local slot, at the

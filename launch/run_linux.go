@@ -165,9 +165,10 @@ const remoteIOTimeout = "120"
 // failures are retried here and show in the daemon's status (the host's
 // last error), while the compiler's output passes through. It waits for
 // distcc, reports "done" with its status, wall time and whether distcc
-// itself failed (its exit codes 100 to 127), and returns the launcher's
-// exit status, or retry when distcc failed and the compile must run here.
-// A distcc killed by a signal kills the launcher likewise.
+// itself failed (its exit codes 100 to 127, or its crash), and returns
+// the launcher's exit status, or retry when distcc failed and the compile
+// must run here. A distcc killed by any other signal (Ctrl-C, make's
+// SIGTERM) kills the launcher likewise.
 func runRemote(progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
 	env := withEnv(os.Environ(), SlotEnv, s.job)
 	for _, kv := range [...][2]string{
@@ -211,22 +212,36 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 		return 1, false
 	}
 	ws := st.Sys().(syscall.WaitStatus)
-	fault := ws.Exited() && ws.ExitStatus() >= distccErrMin && ws.ExitStatus() <= distccErrMax
+	status := ws.ExitStatus()
+	fault := ws.Exited() && status >= distccErrMin && status <= distccErrMax
+	if ws.Signaled() && crashSignal(ws.Signal()) {
+		fault, status = true, 128+int(ws.Signal())
+	}
 	done := NewMsg("done", "wall_us", strconv.FormatInt(time.Since(start).Microseconds(), 10),
-		"status", strconv.Itoa(ws.ExitStatus()))
+		"status", strconv.Itoa(status))
 	if fault {
 		done.Fields = append(done.Fields, Field{Key: "remote_fault", Value: "1"})
 	}
 	// As for a measured command, the report needs no answer.
 	s.conn.Send(done)
 	s.conn.Close()
-	if ws.Signaled() {
-		dieBySignal(ws.Signal())
-	}
 	if fault {
 		return 0, true
 	}
-	return ws.ExitStatus(), false
+	if ws.Signaled() {
+		dieBySignal(ws.Signal())
+	}
+	return status, false
+}
+
+// crashSignal reports whether a process killed by sig crashed, rather
+// than being stopped from outside (SIGINT, SIGTERM, SIGKILL...).
+func crashSignal(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGSEGV, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGSYS, syscall.SIGTRAP:
+		return true
+	}
+	return false
 }
 
 // Exit codes distcc uses for its own errors (distcc(1), EXIT CODES): not

@@ -49,12 +49,14 @@
 // speed, load and recent faults) instead of a CPU, and is never handed
 // off: the launcher runs the compile through distcc on that host alone,
 // waits, and reports its status, wall time and whether distcc itself
-// failed (its own exit codes, 100 to 127). The daemon releases the lease
+// failed (its own exit codes, 100 to 127, or a crash). The daemon releases the lease
 // with that outcome: a success measures the host's speed (the object's
 // size over the wall time), a distcc failure takes the host down for its
 // back-off, and a compile error counts against nobody. After a distcc
 // failure the launcher asks again for a local slot and runs the compile
-// here, once; the failed attempt is not counted as a job done. A remote
+// here, once; the failed attempt is not counted as a job done. When a
+// host's back-off ends while remote jobs wait, a timer admits again, so
+// they use it even while long jobs keep the local slots. A remote
 // job's peak RSS (distcc's) is not learned. A launcher gone without a
 // report gives its lease back unused.
 //

@@ -59,8 +59,12 @@ type pool struct {
 	// that hold a farm lease, which take no local slot and no memory.
 	running map[int64]*job
 	remote  int
-	// farm is the compile farm of remote jobs; nil: none.
+	// farm is the compile farm of remote jobs; nil: none. wake, when set,
+	// is asked to call admit again at a time when a farm host that is
+	// down comes back up while remote jobs wait: no submit or remove may
+	// come before it (the local slots held by long jobs).
 	farm *farm.Farm
+	wake func(at time.Time)
 	// builds are the builds with waiting or running jobs, in order of
 	// arrival. Admission serves the least recently served build that has a
 	// waiting job (round robin; a new build counts as never served, ties go
@@ -245,6 +249,9 @@ func (p *pool) admitRemote() {
 		now := time.Now()
 		lease, ok := p.farm.Acquire(now)
 		if !ok {
+			if up, ok := p.farm.NextUp(now); ok && p.wake != nil {
+				p.wake(up)
+			}
 			return
 		}
 		j := q.jobs[k]

@@ -98,10 +98,10 @@ func TestPoolCancelWaiting(t *testing.T) {
 // get the farm's slots, passing a link that waits for the local one; a
 // job run again after its farm run failed waits at the head of its build;
 // a released lease admits the next remote job, and a host fault takes the
-// host out.
+// host out until its back-off ends, when admission is woken.
 func TestPoolFarm(t *testing.T) {
 	p := newTestPool(1, 100)
-	p.farm = farm.New([]farm.Host{{Name: "h", Port: farm.DefaultPort, Slots: 2}}, farm.Config{BackoffBase: time.Hour})
+	p.farm = farm.New([]farm.Host{{Name: "h", Port: farm.DefaultPort, Slots: 2}}, farm.Config{BackoffBase: time.Minute})
 	remote := func(build string) *job { j := testJob(build, 10); j.remote = true; return j }
 	first, link := remote("x"), testJob("x", 10)
 	r1, r2, r3 := remote("x"), remote("y"), remote("x")
@@ -118,10 +118,16 @@ func TestPoolFarm(t *testing.T) {
 		t.Fatalf("remote job r1: lease %v cpu %d need %d; memUsed %d remote %d", r1.lease, r1.cpu, r1.need, p.memUsed, p.remote)
 	}
 	// r1's distcc failed: the host backs off, and its retry waits first.
+	// r3 waits for the host to come back up, with a wake-up then.
+	var wake time.Time
+	p.wake = func(at time.Time) { wake = at }
 	r1.outcome = farm.Outcome{HostFault: true}
 	p.remove(r1)
 	if admitted(r3) {
 		t.Fatal("r3 got the slot of a host that is down")
+	}
+	if d := time.Until(wake); d < 59*time.Second || d > time.Minute {
+		t.Fatalf("wake-up in %v, want at the end of the host's back-off, a minute", d)
 	}
 	retry := testJob("x", 10)
 	retry.local = true

@@ -83,6 +83,10 @@ type Server struct {
 	trace    *buildgraph.TraceWriter
 	tracks   map[string]int // trace track by name: "cpu N", or a farm host's address
 	admitted int64
+	// wake is the timer that admits again when a farm host comes back up
+	// (pool.wake), due at wakeAt; nil when none is armed.
+	wake   *time.Timer
+	wakeAt time.Time
 
 	watchers sync.WaitGroup // the handed-off jobs' exit watchers
 	builds   *launch.Builds // the build of each launcher without $NUMASTEAL_BUILD
@@ -220,6 +224,7 @@ func (s *Server) init() error {
 		bal:     bal,
 		nodeOf:  topo.NodeOf,
 		farm:    cfg.Farm,
+		wake:    s.wakeLocked,
 	}
 	if cfg.Trace != "" {
 		s.trace = buildgraph.NewTraceWriter(s.start, "numasteal serve")
@@ -268,6 +273,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.watchers.Wait()
 	s.mu.Lock()
 	s.closing = true
+	if s.wake != nil {
+		s.wake.Stop()
+	}
 	err := s.saveLocked()
 	if s.trace != nil {
 		if f, e := os.Create(s.cfg.Trace); e == nil {
@@ -624,6 +632,27 @@ func (s *Server) handoff(j *job) {
 		s.idleLocked()
 		s.mu.Unlock()
 	}()
+}
+
+// wakeLocked arms the timer that admits again at t, unless one is due
+// before. s.mu held.
+func (s *Server) wakeLocked(t time.Time) {
+	if s.wake != nil {
+		if !s.wakeAt.After(t) {
+			return
+		}
+		s.wake.Stop() // if it fires all the same, it only admits once more
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(time.Until(t), func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.wake == tm {
+			s.wake = nil
+		}
+		s.pool.admit()
+	})
+	s.wake, s.wakeAt = tm, t
 }
 
 // idleLocked notes when the daemon became idle: nothing connected and no
