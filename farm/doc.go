@@ -11,7 +11,9 @@
 //     from a flag, a file or the environment (ParseHosts, LoadHosts);
 //   - compiles: which commands may go remote, a compiler invocation that
 //     turns one source into one object with -c (ParseCompile), and how to
-//     split it into local preprocessing and a remote compile;
+//     split it into local preprocessing and a remote compile; the code is
+//     package farm/compile, which the launcher links without this
+//     package's networking;
 //   - placement: a Farm keeps per-host state (slots, jobs, failures,
 //     measured speed, exponential back-off) and picks the host with the
 //     best score, modelled on icecream's scheduler (Acquire, Release,

@@ -161,6 +161,22 @@ func (f *Farm) Acquire(now time.Time) (l Lease, ok bool) {
 	return Lease{Index: best, Host: f.hosts[best].Host, Start: now}, true
 }
 
+// NextUp returns the earliest time after now at which a host that is
+// down, with a free slot, comes back up; ok is false when there is none.
+// A caller whose Acquire failed while jobs wait retries then (a Release
+// is the other moment a slot frees).
+func (f *Farm) NextUp(now time.Time) (t time.Time, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.hosts {
+		h := &f.hosts[i]
+		if h.running < h.Slots && now.Before(h.downUntil) && (!ok || h.downUntil.Before(t)) {
+			t, ok = h.downUntil, true
+		}
+	}
+	return t, ok
+}
+
 // Outcome is how a remote job ended, for Release.
 type Outcome struct {
 	// OK is true when the host compiled the job.

@@ -159,3 +159,24 @@ func TestConcurrentAcquireRelease(t *testing.T) {
 		}
 	}
 }
+
+func TestNextUp(t *testing.T) {
+	f := New(hosts(2, 1), Config{BackoffBase: time.Second})
+	now := time.Unix(1000, 0)
+	if _, ok := f.NextUp(now); ok {
+		t.Fatal("NextUp with every host up")
+	}
+	a, _ := f.Acquire(now)
+	b, _ := f.Acquire(now)
+	f.Release(a, Outcome{HostFault: true}, now)
+	f.Release(b, Outcome{HostFault: true}, now.Add(time.Second))
+	if up, ok := f.NextUp(now); !ok || !up.Equal(now.Add(time.Second)) {
+		t.Errorf("NextUp = %v %v, want the first host's end of back-off", up, ok)
+	}
+	if up, ok := f.NextUp(now.Add(1500 * time.Millisecond)); !ok || !up.Equal(now.Add(2*time.Second)) {
+		t.Errorf("NextUp = %v %v, want the second host's", up, ok)
+	}
+	if _, ok := f.NextUp(now.Add(time.Minute)); ok {
+		t.Error("NextUp once every host is up again")
+	}
+}

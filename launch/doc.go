@@ -20,20 +20,34 @@
 //     already held. Asking for a second slot while holding one could
 //     deadlock a full pool. NUMASTEAL_LAUNCH=off does the same.
 //  3. Connect and send "acquire" (kind, output file; the build when
-//     $NUMASTEAL_BUILD names it); the reply "grant" comes when the daemon
-//     admits the job. Until then the slot belongs to the connection: a
-//     launcher killed while waiting (SIGKILL included) gives it back with
-//     no message.
-//  4. Pin the launcher's thread to the granted CPU (the command inherits
+//     $NUMASTEAL_BUILD names it; remote when the command may run on a
+//     compile farm host: a compile distcc's hosts can take, by
+//     farm/compile.Parse, with distcc in PATH); the reply "grant" comes
+//     when the daemon admits the job. Until then the slot belongs to the
+//     connection: a launcher killed while waiting (SIGKILL included) gives
+//     it back with no message.
+//  4. Remote, when the grant names a farm host instead of a CPU (the
+//     daemon has a farm and no local slot was free): run "distcc COMPILER
+//     ARGS..." with DISTCC_HOSTS naming that host alone and distcc's
+//     fallback and local retry off, wait for it, send "done" with its
+//     status, wall time and whether distcc itself failed (its exit codes
+//     100 to 127, not the compiler's, or a crash), and exit with its
+//     status. A
+//     compile error is the compiler's status, passed through once. After
+//     a distcc failure nothing has run: acquire again, on a new
+//     connection, with "local" (the daemon gives a local slot, at the
+//     head of the build's queue), and go on from step 5 with the local
+//     grant, exactly once.
+//  5. Pin the launcher's thread to the granted CPU (the command inherits
 //     the mask).
-//  5. Handoff, the usual case: when the grant says "handoff", send "exec"
+//  6. Handoff, the usual case: when the grant says "handoff", send "exec"
 //     and exec the command in the launcher's place. The command is then
 //     the very process make started: its pid, descriptors 0, 1 and 2 and
 //     every other inherited one (make's jobserver), its process group, its
 //     signals and its exit status are make's own, with nothing forwarded.
 //     The slot now belongs to the process: the daemon watches its pidfd and
 //     frees the slot when it ends, however it ends.
-//  6. Measured, when the daemon wants the command's peak RSS (an output it
+//  7. Measured, when the daemon wants the command's peak RSS (an output it
 //     has not seen, one in eight of those it has, or every one when
 //     $NUMASTEAL_MEASURE is 1): fork the command from
 //     the pinned thread with the same descriptors and process group, wait
@@ -76,7 +90,9 @@
 // we connected) is retried on a new connection, starting a new daemon:
 // nothing has run yet, so nothing runs twice. A connection that breaks
 // after the grant changes nothing: the command runs to its end, once, and
-// only its measurement is lost.
+// only its measurement is lost. A farm host that fails (distcc exits with
+// one of its own codes: the host refused, timed out, or lacks the
+// compiler) costs a compile only its remote attempt: it runs here, once.
 //
 // # Startup
 //
@@ -99,15 +115,20 @@
 //
 // One line per message, "ns1 VERB key=value ...", values %XX-escaped
 // (proto.go). The launcher sends "acquire kind= out= pid= cmd= handoff=1
-// [build=] [measure=1]" and waits for "grant job= cpu= node= mem_kib= [handoff=1]";
-// then either sends "exec" and execs the command, or runs it and sends
-// "done rss_kib= wall_us= status=" (the daemon answers "ok", which the
-// launcher does not wait for). "status" gets "status json=...",
+// [build=] [measure=1] [remote=1 | local=1]" and waits for "grant job= cpu= node=
+// mem_kib= [handoff=1]", or, for remote=1 with a farm host free, "grant
+// job= host=" (a DISTCC_HOSTS entry, never with handoff); then either
+// sends "exec" and execs the command, or runs it and sends "done rss_kib=
+// wall_us= status=", or for a remote grant "done wall_us= status=
+// [remote_fault=1]" (the daemon answers "ok", which the launcher does not
+// wait for). remote=1: the command may run on a farm host; local=1: it
+// is run here after distcc failed on one. "status" gets "status json=...",
 // "ping" gets "pong". Errors are "error code= msg=": code "version" for a
 // line of another version (the daemon closes), "malformed", "verb",
 // "order", "perm" (a peer of another uid, by SO_PEERCRED). A daemon that
 // does not know "handoff" never grants it, and a launcher that does not
-// ask is never given it.
+// ask is never given it; likewise a launcher that does not say remote=1
+// is never granted a host.
 //
 // # Build identity
 //

@@ -3,6 +3,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,13 +54,47 @@ func Run(c Config) int {
 	if os.Getenv(MeasureEnv) == "1" {
 		req.Fields = append(req.Fields, Field{Key: "measure", Value: "1"})
 	}
-	slot, err := acquire(paths, serve, os.Getenv, req)
-	if err != nil {
+	var distcc, compiler string
+	if kind == Compile {
+		var ok bool
+		if distcc, compiler, ok = farmCompile(c.Args[0], argv); ok {
+			req.Fields = append(req.Fields, Field{Key: "remote", Value: "1"})
+		}
+	}
+	direct := func(err error) int {
 		warnOnce(paths, localBuild(build), stderr, fmt.Sprintf(
 			"%s: warning: running commands of this build directly, without the daemon's slots: %v", c.Prog, err))
 		return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
 	}
+	slot, err := acquire(paths, serve, os.Getenv, req)
+	if err != nil {
+		return direct(err)
+	}
+	if host, _ := slot.grant.Get("host"); host != "" && distcc != "" {
+		code, retry := runRemote(c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
+		if !retry {
+			return code
+		}
+		// distcc itself failed: the compile runs here, in a local slot,
+		// once. Nothing of it ran (distcc's fallback is off).
+		local := Msg{Verb: req.Verb}
+		for _, f := range req.Fields {
+			if f.Key != "remote" {
+				local.Fields = append(local.Fields, f)
+			}
+		}
+		local.Fields = append(local.Fields, Field{Key: "local", Value: "1"})
+		if slot, err = acquire(paths, serve, os.Getenv, local); err != nil {
+			return direct(err)
+		}
+	}
+	return runLocal(c.Prog, prog, argv, slot, stderr)
+}
 
+// runLocal runs the command prog argv in the local slot granted: pinned to
+// its CPU, then handed off (exec in the launcher's place) or measured
+// (forked, waited for and reported).
+func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer) int {
 	if cpu, ok := slot.grant.Int("cpu"); ok && cpu >= 0 {
 		// The command inherits the forking thread's mask (this one).
 		// A refused pin (the CPU left our cpuset) costs only placement.
@@ -71,7 +106,7 @@ func Run(c Config) int {
 		// the connection (close-on-exec). A daemon gone meanwhile only
 		// loses the slot's end: the command runs, once.
 		slot.conn.Send(NewMsg("exec"))
-		return execDirect(c.Prog, prog, argv, env, stderr)
+		return execDirect(progName, prog, argv, env, stderr)
 	}
 	signals := notifySignals()
 	select {
@@ -89,7 +124,7 @@ func Run(c Config) int {
 	})
 	if err != nil {
 		slot.conn.Close()
-		fmt.Fprintf(stderr, "%s: %v\n", c.Prog, err)
+		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
 		return 127
 	}
 	stop := signals.forward(proc)
@@ -97,7 +132,7 @@ func Run(c Config) int {
 	stop()
 	if err != nil {
 		slot.conn.Close()
-		fmt.Fprintf(stderr, "%s: %v\n", c.Prog, err)
+		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
 		return 1
 	}
 	ws := st.Sys().(syscall.WaitStatus)
@@ -116,6 +151,105 @@ func Run(c Config) int {
 	}
 	return ws.ExitStatus()
 }
+
+// remoteIOTimeout is DISTCC_IO_TIMEOUT for a remote compile when the
+// environment does not set it, in seconds: a host that takes the job and
+// never answers costs it two minutes (distcc's default is five), and a
+// compile that takes longer remotely runs here again.
+const remoteIOTimeout = "120"
+
+// runRemote runs argv (the compiler as distcc is to name it, and its
+// arguments) on the farm host the grant of s names: distcc with that host
+// alone, its fallback and local retry off (the daemon, not distcc,
+// decides where a job runs), and its own back-off at one second (0 would
+// turn it off, but distcc 3.4 then retries a refused connection until it
+// runs out of descriptors; the farm's back-off is longer anyway). distcc's
+// own messages go to $DISTCC_LOG when it is set, else nowhere: its
+// failures are retried here and show in the daemon's status (the host's
+// last error), while the compiler's output passes through. It waits for
+// distcc, reports "done" with its status, wall time and whether distcc
+// itself failed (its exit codes 100 to 127, or its crash), and returns
+// the launcher's exit status, or retry when distcc failed and the compile
+// must run here. A distcc killed by any other signal (Ctrl-C, make's
+// SIGTERM) kills the launcher likewise.
+func runRemote(progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
+	env := withEnv(os.Environ(), SlotEnv, s.job)
+	for _, kv := range [...][2]string{
+		{"DISTCC_HOSTS", host}, {"DISTCC_FALLBACK", "0"}, {"DISTCC_SKIP_LOCAL_RETRY", "1"},
+		{"DISTCC_BACKOFF_PERIOD", "1"},
+	} {
+		env = withEnv(env, kv[0], kv[1])
+	}
+	if os.Getenv("DISTCC_IO_TIMEOUT") == "" {
+		env = withEnv(env, "DISTCC_IO_TIMEOUT", remoteIOTimeout)
+	}
+	if os.Getenv("DISTCC_LOG") == "" {
+		env = withEnv(env, "DISTCC_LOG", os.DevNull)
+	}
+	signals := notifySignals()
+	select {
+	case sig := <-signals.ch:
+		s.conn.Close()
+		dieBySignal(sig.(syscall.Signal))
+	default:
+	}
+	start := time.Now()
+	proc, err := os.StartProcess(distcc, append([]string{distcc}, argv...), &os.ProcAttr{
+		Env:   env,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		// Nothing ran: the lease goes back unused, the compile runs here.
+		signal.Stop(signals.ch)
+		s.conn.Close()
+		fmt.Fprintf(stderr, "%s: %v; compiling locally\n", progName, err)
+		return 0, true
+	}
+	stop := signals.forward(proc)
+	st, err := proc.Wait()
+	stop()
+	if err != nil {
+		s.conn.Close()
+		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+		return 1, false
+	}
+	ws := st.Sys().(syscall.WaitStatus)
+	status := ws.ExitStatus()
+	fault := ws.Exited() && status >= distccErrMin && status <= distccErrMax
+	if ws.Signaled() && crashSignal(ws.Signal()) {
+		fault, status = true, 128+int(ws.Signal())
+	}
+	done := NewMsg("done", "wall_us", strconv.FormatInt(time.Since(start).Microseconds(), 10),
+		"status", strconv.Itoa(status))
+	if fault {
+		done.Fields = append(done.Fields, Field{Key: "remote_fault", Value: "1"})
+	}
+	// As for a measured command, the report needs no answer.
+	s.conn.Send(done)
+	s.conn.Close()
+	if fault {
+		return 0, true
+	}
+	if ws.Signaled() {
+		dieBySignal(ws.Signal())
+	}
+	return status, false
+}
+
+// crashSignal reports whether a process killed by sig crashed, rather
+// than being stopped from outside (SIGINT, SIGTERM, SIGKILL...).
+func crashSignal(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGSEGV, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGSYS, syscall.SIGTRAP:
+		return true
+	}
+	return false
+}
+
+// Exit codes distcc uses for its own errors (distcc(1), EXIT CODES): not
+// the compiler's.
+const distccErrMin, distccErrMax = 100, 127
 
 // slot is a granted acquire: the connection that holds it, and the reply.
 type slot struct {

@@ -103,6 +103,7 @@ func newEnv(t *testing.T, serveFlags string) *env {
 		"NUMASTEAL_SERVE_FLAGS=--idle 60s --slots 2 " + serveFlags,
 		"NUMASTEAL_BUILD=", // the build is found from the process tree
 		"NUMASTEAL_SLOT=",
+		"DISTCC_HOSTS=", // no farm but the one a test names (--farm)
 	}
 	t.Cleanup(func() {
 		e.killDaemon()

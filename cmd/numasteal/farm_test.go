@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/numasteal/numasteal/launch/daemon"
 )
 
 // listening returns a host spec that answers and one that refuses.
@@ -110,5 +114,68 @@ func TestBenchSimFarm(t *testing.T) {
 		if code := dispatch(context.Background(), []string{"bench", "sim", "--farm-hosts", bad}, &out, &errb); code != exitUsage {
 			t.Errorf("--farm-hosts %q: exit %d, want %d", bad, code, exitUsage)
 		}
+	}
+}
+
+// numasteal serve --farm probes its hosts, and numasteal status lists
+// them, up or down; without --farm the daemon takes $DISTCC_HOSTS, and
+// --farm none turns the farm off; a bad --farm is a usage error.
+func TestServeFarm(t *testing.T) {
+	up, down := listening(t)
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"serve", "--farm", "a:x"}, &out, &errb); code != exitUsage {
+		t.Errorf("serve --farm a:x: exit %d, want %d: %s", code, exitUsage, errb.String())
+	}
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		hosts     int
+	}{
+		{"flag", "", []string{"--farm", up + " " + down}, 2},
+		{"env", up, nil, 1},
+		{"none", up, []string{"--farm", "none"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sockDir := filepath.Join(t.TempDir(), "ns")
+			if err := os.Mkdir(sockDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("NUMASTEAL_SOCKET", filepath.Join(sockDir, "sock"))
+			t.Setenv("DISTCC_HOSTS", tc.env)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stdout, stderr lockedBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- dispatch(ctx, append([]string{"serve", "--idle", "0"}, tc.args...), &stdout, &stderr)
+			}()
+			var st daemon.Status
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+				var err error
+				if st, err = daemonStatus(os.Getenv("NUMASTEAL_SOCKET")); err == nil {
+					break
+				} else if time.Now().After(deadline) {
+					t.Fatalf("no daemon: %v; stderr:\n%s", err, stderr.String())
+				}
+			}
+			if len(st.Hosts) != tc.hosts {
+				t.Errorf("status lists %d hosts, want %d: %+v", len(st.Hosts), tc.hosts, st.Hosts)
+			}
+			var text, errText bytes.Buffer
+			if code := dispatch(ctx, []string{"status"}, &text, &errText); code != exitOK {
+				t.Fatalf("status: exit %d: %s", code, errText.String())
+			}
+			if got := strings.Count(text.String(), "farm host "); got != tc.hosts {
+				t.Errorf("status prints %d host lines, want %d:\n%s", got, tc.hosts, text.String())
+			}
+			if tc.hosts == 2 && (!strings.Contains(text.String(), " up: running 0/4") || !strings.Contains(text.String(), " down: running 0/2") ||
+				!strings.Contains(stderr.String(), "is down")) {
+				t.Errorf("status:\n%s\nserve's log:\n%s", text.String(), stderr.String())
+			}
+			cancel()
+			if code := <-done; code != exitOK {
+				t.Errorf("serve exit %d; stderr:\n%s", code, stderr.String())
+			}
+		})
 	}
 }

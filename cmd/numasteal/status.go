@@ -12,7 +12,8 @@ import (
 )
 
 // runStatus is "numasteal status": the daemon's slots, memory budget,
-// running jobs (CPU, node, build) and waiting jobs per build.
+// running jobs (CPU and node, or farm host; build), waiting jobs per
+// build, and the farm's hosts (slots, running jobs, jobs done, faults).
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("numasteal status", stderr)
 	asJSON := fs.Bool("json", false, "print the daemon's JSON answer")
@@ -35,9 +36,19 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "daemon pid %d, up %.0fs, socket %s\n", st.PID, st.Uptime, p.Socket)
-	fmt.Fprintf(stdout, "slots %d, running %d, jobs done %d\n", st.Slots, len(st.Running), st.Done)
+	remote := 0
+	for _, j := range st.Running {
+		if j.Host != "" {
+			remote++
+		}
+	}
+	fmt.Fprintf(stdout, "slots %d, running %d (%d on farm hosts), jobs done %d\n", st.Slots, len(st.Running), remote, st.Done)
 	fmt.Fprintf(stdout, "memory budget %d MiB, held %d MiB, learned outputs %d\n", st.MemBudget>>10, st.MemUsed>>10, st.Learned)
 	for _, j := range st.Running {
+		if j.Host != "" {
+			fmt.Fprintf(stdout, "  host %s %-7s %5.1fs  build %s  %s\n", j.Host, j.Kind, j.For, j.Build, j.Out)
+			continue
+		}
 		src := "guess"
 		if j.Learned {
 			src = "learned"
@@ -47,6 +58,17 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	for _, q := range st.Waiting {
 		fmt.Fprintf(stdout, "  waiting %d  build %s\n", q.Waiting, q.Build)
+	}
+	for _, h := range st.Hosts {
+		state := "up"
+		if h.Down {
+			state = "down"
+		}
+		fmt.Fprintf(stdout, "farm host %s %s: running %d/%d, jobs %d, failures %d, score %.3f\n",
+			h.Host, state, h.Running, h.Slots, h.Jobs, h.Failures, h.Score)
+		if h.LastErr != "" {
+			fmt.Fprintf(stdout, "  last failure: %s\n", h.LastErr)
+		}
 	}
 	return exitOK
 }

@@ -16,6 +16,11 @@
 // whole budget is clamped to it: such a job runs alone, and never waits
 // forever.
 //
+// A job the launcher says may go remote (a compile distcc can take, with
+// distcc installed) that finds no local slot goes to the farm, when there
+// is one and a host has a free slot ("Farm" below). Local slots come
+// first: a remote job costs the transfer and the host's round trips.
+//
 // # Fairness
 //
 // Waiting jobs queue per build (launch.BuildID), first come first served
@@ -27,6 +32,33 @@
 // compiles. The cost is slots left idle while memory drains; backfilling
 // (admitting small jobs that finish before the big one could start) needs
 // duration estimates, which buildgraph.History could give; not done.
+//
+// Remote jobs take farm slots in the same round robin, the first remote
+// job of each build's queue in turn; they may pass a head that waits for
+// a local slot or for memory, since they take neither. A job run again
+// here after its farm run failed goes to the head of its build's queue:
+// it waited its turn already.
+//
+// # Farm
+//
+// With a farm (Config.Farm: "numasteal serve --farm HOSTS", or
+// $DISTCC_HOSTS in the daemon's environment without --farm, and none with
+// --farm none; its hosts are probed at start, and those that do not
+// answer start down), a remote job's grant
+// names a host (farm.Farm.Acquire: icecream-style scoring by measured
+// speed, load and recent faults) instead of a CPU, and is never handed
+// off: the launcher runs the compile through distcc on that host alone,
+// waits, and reports its status, wall time and whether distcc itself
+// failed (its own exit codes, 100 to 127, or a crash). The daemon releases the lease
+// with that outcome: a success measures the host's speed (the object's
+// size over the wall time), a distcc failure takes the host down for its
+// back-off, and a compile error counts against nobody. After a distcc
+// failure the launcher asks again for a local slot and runs the compile
+// here, once; the failed attempt is not counted as a job done. When a
+// host's back-off ends while remote jobs wait, a timer admits again, so
+// they use it even while long jobs keep the local slots. A remote
+// job's peak RSS (distcc's) is not learned. A launcher gone without a
+// report gives its lease back unused.
 //
 // # Handoff
 //

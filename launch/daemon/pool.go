@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/farm"
 )
 
 // job is one acquire: waiting in its build's queue, then running on a
-// CPU. Its fields other than granted are guarded by pool.mu.
+// CPU or on a farm host. Its fields other than granted are guarded by
+// Server.mu.
 type job struct {
 	id      int64
 	build   string
@@ -20,8 +22,16 @@ type job struct {
 	learned bool     // need comes from a measurement, not a guess
 	measure bool     // the launcher must wait for the command and report its peak RSS
 	pidfd   *os.File // the launcher's process, for a handoff; nil: none
-	cpu     int      // -1 until admitted
+	remote  bool     // the launcher may run it on a farm host (acquire remote=1)
+	local   bool     // a farm job run again here after distcc failed (acquire local=1)
+	cpu     int      // -1 until admitted, and for a remote job
 	node    int
+	// lease is the farm slot of a job running remotely; nil for a local
+	// job. outcome is how it ended, from the launcher's report, for the
+	// farm's Release (zero: the slot was not used, as when the launcher
+	// went away without a report).
+	lease   *farm.Lease
+	outcome farm.Outcome
 	queued  time.Time
 	started time.Time
 	running bool
@@ -45,7 +55,16 @@ type pool struct {
 	slots   int
 	budget  int64
 	memUsed int64
+	// running are the running jobs, local and remote; remote counts those
+	// that hold a farm lease, which take no local slot and no memory.
 	running map[int64]*job
+	remote  int
+	// farm is the compile farm of remote jobs; nil: none. wake, when set,
+	// is asked to call admit again at a time when a farm host that is
+	// down comes back up while remote jobs wait: no submit or remove may
+	// come before it (the local slots held by long jobs).
+	farm *farm.Farm
+	wake func(at time.Time)
 	// builds are the builds with waiting or running jobs, in order of
 	// arrival. Admission serves the least recently served build that has a
 	// waiting job (round robin; a new build counts as never served, ties go
@@ -73,16 +92,25 @@ func (p *pool) Queued(cpu int) int {
 // Running reports whether cpu runs a job.
 func (p *pool) Running(cpu int) bool { return cpu >= 0 && cpu < len(p.perCPU) && p.perCPU[cpu] > 0 }
 
-// submit queues j at the tail of its build's queue and admits what fits.
+// submit queues j at the tail of its build's queue, or at its head for a
+// job run again after its farm run failed (it waited its turn already),
+// and admits what fits.
 func (p *pool) submit(j *job) {
 	q := p.queue(j.build)
 	if q == nil {
 		q = &buildQueue{id: j.build}
 		p.builds = append(p.builds, q)
 	}
-	q.jobs = append(q.jobs, j)
+	if j.local {
+		q.jobs = append([]*job{j}, q.jobs...)
+	} else {
+		q.jobs = append(q.jobs, j)
+	}
 	p.admit()
 }
+
+// localRunning is the number of running jobs that hold a local slot.
+func (p *pool) localRunning() int { return len(p.running) - p.remote }
 
 func (p *pool) queue(build string) *buildQueue {
 	for _, b := range p.builds {
@@ -120,6 +148,10 @@ func (p *pool) remove(j *job) {
 		if q != nil {
 			q.running--
 		}
+		if j.lease != nil {
+			p.farm.Release(*j.lease, j.outcome, time.Now())
+			p.remote--
+		}
 	} else if q != nil {
 		for k, w := range q.jobs {
 			if w == j {
@@ -134,13 +166,21 @@ func (p *pool) remove(j *job) {
 	p.admit()
 }
 
-// admit gives free slots to waiting jobs: the head of each build's queue
-// in turn, least recently served build first. A head whose memory does not fit stops
-// admission (no job passes it, of its build or another), so a big job is
-// never starved by small ones; when nothing runs it is admitted whatever
-// its size (its need is clamped to the budget), so it never waits forever.
+// admit gives free local slots to waiting jobs, then farm slots to the
+// waiting jobs that may go remote.
 func (p *pool) admit() {
-	for len(p.running) < p.slots {
+	p.admitLocal()
+	p.admitRemote()
+}
+
+// admitLocal gives free slots to waiting jobs: the head of each build's
+// queue in turn, least recently served build first. A head whose memory
+// does not fit stops admission (no job passes it, of its build or
+// another), so a big job is never starved by small ones; when no local
+// job runs it is admitted whatever its size (its need is clamped to the
+// budget), so it never waits forever.
+func (p *pool) admitLocal() {
+	for p.localRunning() < p.slots {
 		var q *buildQueue
 		for _, b := range p.builds {
 			if len(b.jobs) > 0 && (q == nil || b.served < q.served) {
@@ -152,7 +192,7 @@ func (p *pool) admit() {
 		}
 		j := q.jobs[0]
 		j.need = min(j.need, p.budget)
-		if len(p.running) > 0 && p.memUsed+j.need > p.budget {
+		if p.localRunning() > 0 && p.memUsed+j.need > p.budget {
 			return
 		}
 		q.jobs = q.jobs[1:]
@@ -171,6 +211,60 @@ func (p *pool) admit() {
 		j.started = time.Now()
 		p.running[j.id] = j
 		p.memUsed += j.need
+		if p.admitted != nil {
+			p.admitted(j)
+		}
+		close(j.granted)
+	}
+}
+
+// admitRemote gives farm slots to the waiting jobs that may go remote,
+// after admitLocal has placed what it could: local slots first, since a
+// remote job costs more (the transfer, the host's round trips). The jobs
+// go in the builds' round robin, the first remote job of the least
+// recently served build each time, while the farm (farm.Farm.Acquire, its
+// scoring and back-off) has a host with a free slot. A remote job may
+// pass a head waiting for a local slot or for memory: it takes neither.
+func (p *pool) admitRemote() {
+	if p.farm == nil {
+		return
+	}
+	for {
+		var q *buildQueue
+		k := -1
+		for _, b := range p.builds {
+			if q != nil && b.served >= q.served {
+				continue
+			}
+			for i, j := range b.jobs {
+				if j.remote && !j.local {
+					q, k = b, i
+					break
+				}
+			}
+		}
+		if q == nil {
+			return
+		}
+		now := time.Now()
+		lease, ok := p.farm.Acquire(now)
+		if !ok {
+			if up, ok := p.farm.NextUp(now); ok && p.wake != nil {
+				p.wake(up)
+			}
+			return
+		}
+		j := q.jobs[k]
+		q.jobs = append(q.jobs[:k], q.jobs[k+1:]...)
+		q.running++
+		p.admitSeq++
+		q.served = p.admitSeq
+		j.lease = &lease
+		j.cpu, j.node, j.need = -1, -1, 0
+		j.running = true
+		j.started = now
+		p.running[j.id] = j
+		p.remote++
 		if p.admitted != nil {
 			p.admitted(j)
 		}

@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"testing"
+	"time"
+
+	"github.com/numasteal/numasteal/farm"
 )
 
 func newTestPool(slots int, budget int64) *pool {
@@ -88,6 +91,65 @@ func TestPoolCancelWaiting(t *testing.T) {
 	p.remove(a)
 	if !admitted(c) || admitted(b) {
 		t.Fatal("c should run after a, b was cancelled")
+	}
+}
+
+// TestPoolFarm: with the local slot taken, compiles that may go remote
+// get the farm's slots, passing a link that waits for the local one; a
+// job run again after its farm run failed waits at the head of its build;
+// a released lease admits the next remote job, and a host fault takes the
+// host out until its back-off ends, when admission is woken.
+func TestPoolFarm(t *testing.T) {
+	p := newTestPool(1, 100)
+	p.farm = farm.New([]farm.Host{{Name: "h", Port: farm.DefaultPort, Slots: 2}}, farm.Config{BackoffBase: time.Minute})
+	remote := func(build string) *job { j := testJob(build, 10); j.remote = true; return j }
+	first, link := remote("x"), testJob("x", 10)
+	r1, r2, r3 := remote("x"), remote("y"), remote("x")
+	for _, j := range []*job{first, link, r1, r2, r3} {
+		p.submit(j)
+	}
+	if !admitted(first) || first.lease != nil {
+		t.Fatal("the first job should run locally")
+	}
+	if admitted(link) || !admitted(r1) || !admitted(r2) || admitted(r3) {
+		t.Fatalf("want r1 and r2 remote, link and r3 waiting: %v %v %v %v", admitted(link), admitted(r1), admitted(r2), admitted(r3))
+	}
+	if r1.lease == nil || r1.cpu != -1 || r1.need != 0 || p.memUsed != 10 || p.remote != 2 {
+		t.Fatalf("remote job r1: lease %v cpu %d need %d; memUsed %d remote %d", r1.lease, r1.cpu, r1.need, p.memUsed, p.remote)
+	}
+	// r1's distcc failed: the host backs off, and its retry waits first.
+	// r3 waits for the host to come back up, with a wake-up then.
+	var wake time.Time
+	p.wake = func(at time.Time) { wake = at }
+	r1.outcome = farm.Outcome{HostFault: true}
+	p.remove(r1)
+	if admitted(r3) {
+		t.Fatal("r3 got the slot of a host that is down")
+	}
+	if d := time.Until(wake); d < 59*time.Second || d > time.Minute {
+		t.Fatalf("wake-up in %v, want at the end of the host's back-off, a minute", d)
+	}
+	retry := testJob("x", 10)
+	retry.local = true
+	p.submit(retry)
+	p.remove(first)
+	if !admitted(retry) || admitted(link) || retry.lease != nil {
+		t.Fatal("the retry should take the local slot before the link")
+	}
+	p.remove(retry)
+	if !admitted(link) {
+		t.Fatal("the link should run next")
+	}
+	p.remove(link)
+	if !admitted(r3) || r3.lease != nil {
+		t.Fatal("r3 should run locally, the host being down")
+	}
+	r2.outcome = farm.Outcome{OK: true}
+	p.remove(r2)
+	p.remove(r3)
+	st := p.farm.Stats(time.Now())[0]
+	if st.Running != 0 || st.Jobs != 1 || st.Failures != 1 || !st.Down || p.remote != 0 || len(p.running) != 0 || len(p.builds) != 0 {
+		t.Fatalf("after the jobs: host %+v, pool remote %d running %d builds %d", st, p.remote, len(p.running), len(p.builds))
 	}
 }
 

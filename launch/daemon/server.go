@@ -19,6 +19,7 @@ import (
 
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/farm"
 	"github.com/numasteal/numasteal/launch"
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/domains"
@@ -53,6 +54,11 @@ type Config struct {
 	Policy balance.Policy
 	// Log gets the daemon's messages; nil: io.Discard.
 	Log io.Writer
+	// Farm is the compile farm that compiles go to when no local slot is
+	// free ("Farm" in the package documentation); nil: none. The caller
+	// builds it (and probes its hosts); the daemon takes and releases its
+	// leases.
+	Farm *farm.Farm
 }
 
 // ErrRunning: another daemon holds the lock and answers on the socket.
@@ -75,8 +81,12 @@ type Server struct {
 	lastIdle time.Time
 	closing  bool
 	trace    *buildgraph.TraceWriter
-	tracks   map[int]int
+	tracks   map[string]int // trace track by name: "cpu N", or a farm host's address
 	admitted int64
+	// wake is the timer that admits again when a farm host comes back up
+	// (pool.wake), due at wakeAt; nil when none is armed.
+	wake   *time.Timer
+	wakeAt time.Time
 
 	watchers sync.WaitGroup // the handed-off jobs' exit watchers
 	builds   *launch.Builds // the build of each launcher without $NUMASTEAL_BUILD
@@ -213,15 +223,20 @@ func (s *Server) init() error {
 		perCPU:  make([]int, topo.Usable.Last()+1),
 		bal:     bal,
 		nodeOf:  topo.NodeOf,
+		farm:    cfg.Farm,
+		wake:    s.wakeLocked,
 	}
 	if cfg.Trace != "" {
 		s.trace = buildgraph.NewTraceWriter(s.start, "numasteal serve")
-		s.tracks = make(map[int]int)
+		s.tracks = make(map[string]int)
 	}
 	s.builds = launch.NewBuilds("/proc")
 	s.lastIdle = time.Now()
 	fmt.Fprintf(cfg.Log, "numasteal serve: pid %d on %s: %d slots, memory budget %d MiB\n",
 		os.Getpid(), cfg.Paths.Socket, slots, budget>>20)
+	if cfg.Farm != nil {
+		fmt.Fprintf(cfg.Log, "numasteal serve: farm of %d hosts, %d slots\n", len(cfg.Farm.Hosts()), cfg.Farm.Slots())
+	}
 	return nil
 }
 
@@ -258,6 +273,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.watchers.Wait()
 	s.mu.Lock()
 	s.closing = true
+	if s.wake != nil {
+		s.wake.Stop()
+	}
 	err := s.saveLocked()
 	if s.trace != nil {
 		if f, e := os.Create(s.cfg.Trace); e == nil {
@@ -389,16 +407,23 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
 				return
 			}
-			if v, _ := m.Get("handoff"); v == "1" && !held.measure {
+			s.mu.Lock()
+			lease := held.lease
+			g := launch.NewMsg("grant", "job", strconv.FormatInt(held.id, 10))
+			if lease != nil {
+				// A remote job: the launcher runs distcc and reports.
+				g.Fields = append(g.Fields, launch.Field{Key: "host", Value: lease.Host.DistccHosts()})
+			} else {
+				g.Fields = append(g.Fields, launch.Field{Key: "cpu", Value: strconv.Itoa(held.cpu)},
+					launch.Field{Key: "node", Value: strconv.Itoa(held.node)},
+					launch.Field{Key: "mem_kib", Value: strconv.FormatInt(held.need>>10, 10)})
+			}
+			s.mu.Unlock()
+			if v, _ := m.Get("handoff"); v == "1" && !held.measure && lease == nil {
 				// The launcher waits for this reply, so peer.pid is alive
 				// and still the launcher.
 				held.pidfd = openPidfd(peer.pid)
 			}
-			s.mu.Lock()
-			g := launch.NewMsg("grant", "job", strconv.FormatInt(held.id, 10),
-				"cpu", strconv.Itoa(held.cpu), "node", strconv.Itoa(held.node),
-				"mem_kib", strconv.FormatInt(held.need>>10, 10))
-			s.mu.Unlock()
 			if held.pidfd != nil {
 				g.Fields = append(g.Fields, launch.Field{Key: "handoff", Value: "1"})
 			}
@@ -419,8 +444,23 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			}
 			kib, _ := m.Int("rss_kib")
 			st, _ := m.Get("status")
+			var o farm.Outcome
+			if held.lease != nil {
+				o = remoteOutcome(held, m)
+			}
 			s.mu.Lock()
-			s.rss.record(held.out, kib)
+			if held.lease != nil {
+				// distcc's peak RSS is not the compiler's: nothing learned.
+				held.outcome = o
+				if o.HostFault {
+					st = "distcc failed"
+				}
+			} else {
+				s.rss.record(held.out, kib)
+			}
+			if !o.HostFault {
+				s.admitted++ // a failed farm attempt is not a job done: it runs again
+			}
 			s.traceLocked(held, kib, st)
 			s.pool.remove(held)
 			s.mu.Unlock()
@@ -481,6 +521,11 @@ func (s *Server) newJob(m launch.Msg) *job {
 	j.kind, _ = m.Get("kind")
 	j.out, _ = m.Get("out")
 	j.cmd, _ = m.Get("cmd")
+	if v, _ := m.Get("local"); v == "1" {
+		j.local = true
+	} else if v, _ := m.Get("remote"); v == "1" {
+		j.remote = true
+	}
 	if pid, ok := m.Int("pid"); ok {
 		j.pid = int(pid)
 	}
@@ -508,28 +553,57 @@ func (s *Server) newJob(m launch.Msg) *job {
 	return j
 }
 
-// traceLocked counts j as done and adds its span to the trace, on the
-// track of its CPU. status is its exit status, "" when unknown (a
+// remoteOutcome is the farm's Outcome of remote job j from its report m
+// ("done status= wall_us= [remote_fault=1]"): a success with the
+// object's size, a host fault when distcc itself failed, else a compile
+// error that counts against nobody.
+func remoteOutcome(j *job, m launch.Msg) farm.Outcome {
+	st, _ := m.Int("status")
+	us, _ := m.Int("wall_us")
+	o := farm.Outcome{Elapsed: time.Duration(us) * time.Microsecond}
+	if v, _ := m.Get("remote_fault"); v == "1" {
+		o.HostFault = true
+		o.Err = fmt.Errorf("distcc exit %d", st)
+		return o
+	}
+	if _, ok := m.Get("status"); ok && st == 0 {
+		o.OK = true
+		if fi, err := os.Stat(j.out); err == nil {
+			o.Bytes = fi.Size()
+		}
+	}
+	return o
+}
+
+// traceLocked adds j's span to the trace, on the track of its CPU or of
+// its farm host. status is its exit status, "" when unknown (a
 // handed-off job).
 func (s *Server) traceLocked(j *job, kib int64, status string) {
-	s.admitted++
 	if s.trace == nil {
 		return
 	}
-	tr, ok := s.tracks[j.cpu]
+	track := "cpu " + strconv.Itoa(j.cpu)
+	if j.lease != nil {
+		track = j.lease.Host.Addr()
+	}
+	tr, ok := s.tracks[track]
 	if !ok {
-		tr = s.trace.HostTrack("cpu " + strconv.Itoa(j.cpu))
-		s.tracks[j.cpu] = tr
+		tr = s.trace.HostTrack(track)
+		s.tracks[track] = tr
 	}
 	name := filepath.Base(j.out)
 	if name == "" || name == "." {
 		name = j.cmd
 	}
-	s.trace.Span(tr, name, j.started, time.Now(), map[string]any{
+	args := map[string]any{
 		"build": j.build, "kind": j.kind, "out": j.out, "node": j.node,
 		"rss_kib": kib, "need_kib": j.need >> 10, "status": status,
 		"waited_ms": j.started.Sub(j.queued).Milliseconds(),
-	})
+	}
+	if j.lease != nil {
+		args["host"] = j.lease.Host.Addr()
+	}
+	s.trace.Span(tr, name, j.started, time.Now(), args)
 }
 
 // remeasureEvery: one in this many jobs whose peak RSS is known is
@@ -552,6 +626,7 @@ func (s *Server) handoff(j *job) {
 		j.pidfd.Close()
 		s.mu.Lock()
 		if j.running {
+			s.admitted++
 			s.traceLocked(j, 0, "")
 			s.pool.remove(j)
 		}
@@ -559,6 +634,27 @@ func (s *Server) handoff(j *job) {
 		s.idleLocked()
 		s.mu.Unlock()
 	}()
+}
+
+// wakeLocked arms the timer that admits again at t, unless one is due
+// before. s.mu held.
+func (s *Server) wakeLocked(t time.Time) {
+	if s.wake != nil {
+		if !s.wakeAt.After(t) {
+			return
+		}
+		s.wake.Stop() // if it fires all the same, it only admits once more
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(time.Until(t), func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.wake == tm {
+			s.wake = nil
+		}
+		s.pool.admit()
+	})
+	s.wake, s.wakeAt = tm, t
 }
 
 // idleLocked notes when the daemon became idle: nothing connected and no

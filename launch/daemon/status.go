@@ -18,9 +18,12 @@ type Status struct {
 	Running   []JobStatus  `json:"running"`
 	Waiting   []BuildQueue `json:"waiting"`
 	Learned   int          `json:"learned_outputs"`
+	// Hosts are the farm's hosts, in list order; none without a farm.
+	Hosts []HostStatus `json:"hosts,omitempty"`
 }
 
-// JobStatus is one running job.
+// JobStatus is one running job: on a CPU and node, or on a farm host
+// (Host set, CPU and Node -1).
 type JobStatus struct {
 	ID      int64   `json:"id"`
 	Build   string  `json:"build"`
@@ -28,9 +31,24 @@ type JobStatus struct {
 	Out     string  `json:"out"`
 	CPU     int     `json:"cpu"`
 	Node    int     `json:"node"`
+	Host    string  `json:"host,omitempty"`
 	NeedKiB int64   `json:"need_kib"`
 	Learned bool    `json:"learned"`
 	For     float64 `json:"running_s"`
+}
+
+// HostStatus is one farm host (farm.HostStats): its slots and the
+// remote jobs running there now, the jobs it compiled and its faults,
+// and whether it backs off after a fault.
+type HostStatus struct {
+	Host     string  `json:"host"` // name:port
+	Slots    int     `json:"slots"`
+	Running  int     `json:"running"`
+	Jobs     int     `json:"jobs"`
+	Failures int     `json:"failures"`
+	Down     bool    `json:"down"`
+	Score    float64 `json:"score"`
+	LastErr  string  `json:"last_error,omitempty"`
 }
 
 // BuildQueue is one build's waiting jobs.
@@ -50,14 +68,26 @@ func (s *Server) Status() Status {
 		Running: []JobStatus{}, Waiting: []BuildQueue{},
 	}
 	for _, j := range s.pool.running {
-		st.Running = append(st.Running, JobStatus{
+		js := JobStatus{
 			ID: j.id, Build: j.build, Kind: j.kind, Out: j.out, CPU: j.cpu, Node: j.node,
 			NeedKiB: j.need >> 10, Learned: j.learned, For: time.Since(j.started).Seconds(),
-		})
+		}
+		if j.lease != nil {
+			js.Host = j.lease.Host.Addr()
+		}
+		st.Running = append(st.Running, js)
 	}
 	sort.Slice(st.Running, func(a, b int) bool { return st.Running[a].ID < st.Running[b].ID })
 	for _, q := range s.pool.builds {
 		st.Waiting = append(st.Waiting, BuildQueue{Build: q.id, Waiting: len(q.jobs)})
+	}
+	if s.pool.farm != nil {
+		for _, h := range s.pool.farm.Stats(time.Now()) {
+			st.Hosts = append(st.Hosts, HostStatus{
+				Host: h.Host.Addr(), Slots: h.Host.Slots, Running: h.Running, Jobs: h.Jobs,
+				Failures: h.Failures, Down: h.Down, Score: h.Score, LastErr: h.LastErr,
+			})
+		}
 	}
 	return st
 }

@@ -1,12 +1,13 @@
-package farm
+package compile
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-func TestParseCompile(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		cmd      string
 		src, out string // "" when not a farm compile
@@ -35,17 +36,46 @@ func TestParseCompile(t *testing.T) {
 		{"gcc-12 -O2 -I inc -D NAME -c a.c -o a.o", "a.c", "a.o"}, // separated values
 	}
 	for _, tc := range tests {
-		c, ok := ParseCompile(strings.Fields(tc.cmd))
+		c, ok := Parse(strings.Fields(tc.cmd))
 		if ok != (tc.src != "") || c.Source != tc.src || c.Output != tc.out {
-			t.Errorf("ParseCompile(%q) = %q %q %v, want %q %q", tc.cmd, c.Source, c.Output, ok, tc.src, tc.out)
+			t.Errorf("Parse(%q) = %q %q %v, want %q %q", tc.cmd, c.Source, c.Output, ok, tc.src, tc.out)
 		}
 	}
-	if _, ok := ParseMarkedCompile(strings.Fields("mycc-wrapper -c a.c -o a.o")); !ok {
-		t.Error("ParseMarkedCompile refused a marked wrapper")
+	if _, ok := ParseMarked(strings.Fields("mycc-wrapper -c a.c -o a.o")); !ok {
+		t.Error("ParseMarked refused a marked wrapper")
 	}
-	if _, ok := ParseMarkedCompile(strings.Fields("mycc-wrapper -o prog a.o")); ok {
-		t.Error("ParseMarkedCompile accepted a link")
+	if _, ok := ParseMarked(strings.Fields("mycc-wrapper -o prog a.o")); ok {
+		t.Error("ParseMarked accepted a link")
 	}
+}
+
+// TestIsCompilerName checks the matcher against the regular expression it
+// stands for.
+func TestIsCompilerName(t *testing.T) {
+	re := regexp.MustCompile(`^([A-Za-z0-9_.]+-)*(cc|gcc|clang|c\+\+|g\+\+|clang\+\+)(-[0-9][0-9.]*)?$`)
+	names := []string{
+		"cc", "gcc", "clang", "c++", "g++", "clang++", "gcc-12", "clang-16.0", "clang++-16",
+		"x86_64-linux-gnu-gcc", "x86_64-linux-gnu-g++-12", "arm.v7_a-cc", "gcc-12-cc", "a-b-c-gcc-1.2.3",
+		"", "-", "gcc-", "-gcc", "a--gcc", "gcc-x", "gcc-.1", "gcc-1-2", "ccache", "distcc", "gcc12",
+		"cc1", "ld", "x+y-gcc", "GCC", "gcc-12.", "c++-", "g++-1a", "as-cc-9", "clang-cl", "icc",
+	}
+	for _, n := range names {
+		if got, want := IsCompilerName(n), re.MatchString(n); got != want {
+			t.Errorf("IsCompilerName(%q) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func FuzzIsCompilerName(f *testing.F) {
+	re := regexp.MustCompile(`^([A-Za-z0-9_.]+-)*(cc|gcc|clang|c\+\+|g\+\+|clang\+\+)(-[0-9][0-9.]*)?$`)
+	for _, s := range []string{"gcc", "x86_64-linux-gnu-g++-12", "gcc-1-2", "a--cc"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, n string) {
+		if got, want := IsCompilerName(n), re.MatchString(n); got != want {
+			t.Errorf("IsCompilerName(%q) = %v, want %v", n, got, want)
+		}
+	})
 }
 
 func TestCompileSteps(t *testing.T) {
@@ -63,7 +93,7 @@ func TestCompileSteps(t *testing.T) {
 			"gcc -c /t/a.i -o a.o", ".i"},
 	}
 	for _, tc := range tests {
-		c, ok := ParseCompile(strings.Fields(tc.cmd))
+		c, ok := Parse(strings.Fields(tc.cmd))
 		if !ok {
 			t.Fatalf("%q not recognised", tc.cmd)
 		}
