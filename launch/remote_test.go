@@ -43,14 +43,23 @@ func TestFarmCompile(t *testing.T) {
 			compiler         string
 		}{"a path in /usr/bin", "/usr/bin/gcc", "/usr/bin/gcc", args, "/usr/bin/gcc"})
 	}
+	// remote is what the launcher does: farmCompile when it asks, and
+	// findDistcc when a host is granted.
+	remote := func(arg0, prog string, args []string) (distcc, compiler string, ok bool) {
+		if compiler, ok = farmCompile(arg0, append([]string{prog}, args...)); !ok {
+			return "", "", false
+		}
+		distcc, ok = findDistcc(prog)
+		return distcc, compiler, ok
+	}
 	for _, tc := range tests {
-		distcc, compiler, ok := farmCompile(tc.arg0, append([]string{tc.prog}, tc.args...))
-		if ok != (tc.compiler != "") || compiler != tc.compiler || ok && distcc != filepath.Join(bin, "distcc") {
-			t.Errorf("%s: farmCompile = %q %q %v, want compiler %q", tc.name, distcc, compiler, ok, tc.compiler)
+		distcc, compiler, ok := remote(tc.arg0, tc.prog, tc.args)
+		if ok != (tc.compiler != "") || ok && (compiler != tc.compiler || distcc != filepath.Join(bin, "distcc")) {
+			t.Errorf("%s: remote = %q %q %v, want compiler %q", tc.name, distcc, compiler, ok, tc.compiler)
 		}
 	}
 	t.Setenv("PATH", masq) // no distcc in PATH
-	if _, _, ok := farmCompile("gcc", append([]string{gcc}, args...)); ok {
+	if _, _, ok := remote("gcc", gcc, args); ok {
 		t.Error("a remote compile without distcc in PATH")
 	}
 }

@@ -54,10 +54,10 @@ func Run(c Config) int {
 	if os.Getenv(MeasureEnv) == "1" {
 		req.Fields = append(req.Fields, Field{Key: "measure", Value: "1"})
 	}
-	var distcc, compiler string
+	var compiler string
 	if kind == Compile {
 		var ok bool
-		if distcc, compiler, ok = farmCompile(c.Args[0], argv); ok {
+		if compiler, ok = farmCompile(c.Args[0], argv); ok {
 			req.Fields = append(req.Fields, Field{Key: "remote", Value: "1"})
 		}
 	}
@@ -70,8 +70,13 @@ func Run(c Config) int {
 	if err != nil {
 		return direct(err)
 	}
-	if host, _ := slot.grant.Get("host"); host != "" && distcc != "" {
-		code, retry := runRemote(c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
+	if host, _ := slot.grant.Get("host"); host != "" {
+		code, retry := 0, true
+		if distcc, ok := findDistcc(prog); ok {
+			code, retry = runRemote(c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
+		} else {
+			slot.conn.Close() // no distcc: the lease goes back unused
+		}
 		if !retry {
 			return code
 		}
