@@ -244,12 +244,16 @@ func (rt *Runtime) inject(t *Task) {
 		return
 	}
 	w := rt.place()
+	g := t.group
+	if g.inboxOf.Load() != w {
+		g.inboxOf.Store(w)
+	}
 	if !w.inbox.push(t) {
 		// The worker closed its inbox: the runtime is shutting down.
 		rt.finish(nil, t, canceled, ErrClosed)
 		return
 	}
-	rt.notify()
+	rt.notifyLater(g) // a wake-up is left to a goroutine (lend.go)
 }
 
 // place returns the worker for a task injected by the calling goroutine:
