@@ -38,6 +38,10 @@ type Group struct {
 	// lateWake: a goroutine is about to run lateNotify for the group's
 	// injections (lend.go).
 	lateWake atomic.Bool
+	// fromCPU is the injecting goroutine's CPU as last read, for the next
+	// fromLeft injections (Runtime.injectorCPU).
+	fromCPU  atomic.Int32
+	fromLeft atomic.Int32
 	// helpers counts the waiters running the group's tasks as a lent
 	// worker (lend.go).
 	helpers atomic.Int32
@@ -95,6 +99,7 @@ func (g *Group) Spawn(t *Task) {
 // task sees).
 func (g *Group) Wait() error {
 	g.outside("Wait")
+	g.fromLeft.Store(0) // the next injection reads its CPU anew
 	if g.pending.Load() != 0 {
 		g.help()
 	}
