@@ -62,6 +62,17 @@ func (b *inbox) pop() *Task {
 	return t
 }
 
+// frontIs reports whether the oldest task is a task of g. Any goroutine.
+func (b *inbox) frontIs(g *Group) bool {
+	if b.size.Load() == 0 {
+		return false
+	}
+	b.mu.Lock()
+	is := b.n > 0 && b.q[b.head].group == g
+	b.mu.Unlock()
+	return is
+}
+
 // popOf removes the oldest task if it is a task of g, else returns nil.
 // Any goroutine.
 func (b *inbox) popOf(g *Group) *Task {

@@ -244,10 +244,10 @@ func (g *Group) help() {
 		if g.pending.Load() == 0 {
 			break
 		}
-		if w.inbox.size.Load() == 0 || !rt.lend(w) {
+		if !w.inbox.frontIs(g) || !rt.lend(w) {
 			continue
 		}
-		w.relabeled = false
+		w.lent, w.relabeled = true, false
 		for g.pending.Load() != 0 {
 			t := w.lentWork(g)
 			if t == nil {
@@ -256,6 +256,7 @@ func (g *Group) help() {
 			w.execute(t)
 		}
 		relabeled = relabeled || w.relabeled
+		w.lent = false
 		w.giveBack()
 	}
 	g.helpers.Add(-1)
@@ -268,8 +269,9 @@ func (g *Group) help() {
 
 // lentWork returns the next task for a waiter running as w on behalf of
 // g: what g's tasks pushed onto w's LIFO slot and deque (w was parked
-// with both empty, so nothing else is there), else g's task at the front
-// of w's inbox. Owner only.
+// with both empty, only its owner adds to them, and a lent worker does no
+// periodic balancing, so nothing else is there), else g's task at the
+// front of w's inbox. Owner only.
 func (w *worker) lentWork(g *Group) *Task {
 	if t := w.lifo.Swap(nil); t != nil {
 		return t
