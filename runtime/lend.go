@@ -16,7 +16,8 @@ import (
 // thread, so the Go scheduler hands a P to that thread (a futex wake and
 // a thread switch) and takes it back when the worker parks again
 // (stoplockedm: another), and the waiter's wake-up is one more. On two
-// CPUs a 4-task group's round trip so costs dozens of errgroup's, whose
+// CPUs a 4-task group's round trip so cost dozens of errgroup's (about 7
+// context switches and 2 worker wake-ups per round trip), whose
 // goroutines run on the submitter's P without a thread switch.
 //
 // The design has two parts.
@@ -24,46 +25,57 @@ import (
 //  1. The late wake. An outside injection that would wake a parked worker
 //     (park.go, step 1: none spins, one is parked) leaves the wake-up to a
 //     goroutine, at most one per group at a time (Group.lateWake):
-//     lateNotify calls notify when it runs, if the group has unfinished
-//     tasks and some queue holds work. Starting a goroutine costs about
-//     what errgroup pays for each of its tasks: it runs on the
+//     lateNotify calls notify when it runs, unless the group has no
+//     unfinished task or no queue holds work. While a waiter runs the
+//     group's tasks (part 2) it lets the waiter alone for lateHelpWait
+//     first, and wakes a worker only for what is still queued then, so
+//     that long tasks still run in parallel. Starting a goroutine costs
+//     about what errgroup pays for each of its tasks: it runs on the
 //     submitter's P or an idle one, on a thread that is not locked. A
 //     submitter that does not wait (Runtime.Go, forgotten) has its task
-//     run once that goroutine has run; the worker's own wake-up was
-//     asynchronous as well, and it is the longer part.
-//  2. The lent worker. Group.Wait, before it blocks, looks at the worker
-//     whose inbox took the group's latest task (Group.inboxOf). If that
-//     worker is parked in its scheduler loop, the waiter takes it off the
-//     idle stack (lend) and runs as that worker on its own goroutine: the
-//     group's tasks at the front of the worker's inbox, and what they
-//     push onto its deque and LIFO slot, until the group is done or none
-//     is left. Then it gives the worker back (giveBack): it parks it
-//     again as park's step 3 does, and wakes the worker's goroutine only
-//     if work is visible. The worker's goroutine sleeps throughout: in Go
-//     runtime terms the worker's queues, counters and identity are a P,
-//     its pinned thread an M, and the waiter is another M on that P
-//     meanwhile. A round trip whose tasks the waiter runs all itself
-//     wakes no thread at all, and its late wake, when it runs, finds the
-//     group done and does nothing.
+//     started once that goroutine has run: a few microseconds later than
+//     a wake-up from Go itself, which took tens.
+//  2. The lent worker. Group.Wait, before it blocks, visits the workers
+//     whose inbox has one of the group's tasks at its front, starting
+//     with the one that took the group's latest (Group.inboxOf; the
+//     policy may spread a group over idle workers). Each that is parked
+//     in its scheduler loop is lent to the waiter (lend), which runs as
+//     that worker on its own goroutine: the group's tasks at the front of
+//     the worker's inbox, and what they push onto its deque and LIFO
+//     slot, until the group is done or none is left. Then it gives the
+//     worker back (giveBack): the worker parks again without sleeping,
+//     and its goroutine is woken only if there is work for it. The
+//     worker's goroutine sleeps throughout: in Go runtime terms the
+//     worker's queues, counters and identity are a P, its pinned thread
+//     an M, and the waiter is another M on that P meanwhile. A round trip
+//     whose tasks the waiter runs all itself wakes no thread, and its
+//     late wake, when it runs, finds the group done and does nothing.
 //
 // Why no wake-up is lost. (1) is step 1 of park.go's protocol done late:
 // the invariant's argument needs only that the producer's load of
 // rt.sched comes after its publish, and lateNotify's load comes after
-// every publish it covers. Until it runs, a queued task has a pending
-// notify, which counts as a worker being woken. A producer that finds
-// lateWake set relies on the pending lateNotify, which clears the flag
-// before it looks at the group and the queues, so it sees every task
-// published before the flag was found set; a producer after the clear
-// starts a new one. (2) A lent worker is off the idle stack, as a running
-// one is, and it is running: its owner, the waiter, runs its queued work
-// or gives it back with the final look of step 3, whose
-// decrement-then-look argument holds unchanged (the give-back is a park
-// that does not sleep). A task the waiter runs may block, say until
-// another task of its group queued behind it has run: as for a blocked
-// worker (TestBlockedOwnersInboxIsStolen), that one is run by a worker
-// that the injection's (late) notify woke, stealing from the lent
-// worker's inbox; the policies' hand-off applies as it does to any
-// running owner.
+// every publish it covers. Until it runs (and while it lets a waiter
+// alone), a queued task has a pending notify, which counts as a worker
+// being woken. A producer that finds lateWake set relies on the pending
+// lateNotify, which clears the flag before each look at the group and
+// the queues, so it sees every task published before the flag was found
+// set; a producer after the clear starts a new one. (2) A lent worker is
+// off the idle stack, as a running one is, and it is running: its owner,
+// the waiter, runs its queued work or gives it back and then looks at
+// the worker's own queues, which is all that producers relied on it for
+// (a lent worker does not spin). The look also wakes it when a worker
+// that is not parked has work queued and none spins, as a worker that
+// finishes a task would search before it parks. A worker may be lent
+// between publishing itself parked and park's final look: that look
+// covers a task published while the worker ended its search, whose
+// producer saw the spinner gone; the producer woke a parked worker if
+// one was counted, and otherwise the task's own worker was running (or
+// lent, and looks at its own queues when given back) or had yet to park,
+// and a worker sees its own queues before it parks. A task the waiter
+// runs may block, say until another task of its group queued behind it
+// has run: as for a blocked worker (TestBlockedOwnersInboxIsStolen),
+// that one is run by a worker that the late notify wakes once its wait
+// for the waiter is over, stealing from the lent worker's inbox.
 //
 // Who runs as a worker. Owner-only fields belong to whoever runs as w:
 // its goroutine, or the waiter it is lent to. Only a worker parked in its
@@ -74,7 +86,9 @@ import (
 // stolen Join's wait) park as w like any helping wait, but receive their
 // token on w.lentWake: w.wake names the channel of whoever runs as w, is
 // changed only under rt.idle.mu while w is off the stack, and is read by
-// wakers under that lock.
+// wakers under that lock. The waiter runs only its group's subtree
+// (lentWork): a lent worker balances periodically as any busy worker
+// does, and what it pulls from another group is left to its goroutine.
 //
 // What a task run by the waiter sees. Its Ctx is the lent worker's:
 // Ctx.Worker, CPU and Node are that worker's, its spawns go onto that
@@ -87,18 +101,20 @@ import (
 // those of the group's parent context, the one given to Runtime.Group,
 // which is where pprof.Do puts them.
 //
-// Rejected designs. (a) Waking at Go and helping at Wait: the woken
-// worker races the waiter for the group's tasks, and its thread
-// hand-offs still compete with the waiter for the CPUs. (b) A timer in
-// place of the goroutine: when the process is otherwise idle the Go
-// runtime's netpoller sleeps at least a millisecond, so a short timer
-// fires that late, and a task submitted and not waited for would wait as
-// long. (c) Running a task inline in Group.Go: Go then blocks for the
-// task's length, and the group's later tasks are not even submitted
-// meanwhile. (d) Workers that spin a while before parking: a spinning
-// worker holds a P, and with as many workers as Ps the submitter waits
-// for one; a locked goroutine that yields its P hands off its thread,
-// which is the cost to avoid.
+// Rejected designs. (a) Waking a worker as soon as tasks are queued
+// while the waiter helps: the woken worker takes some of the group's
+// tasks, the waiter then blocks for them, and the workers stay awake
+// from one round trip to the next. A late wake that did not let the
+// waiter alone so measured 25-70 µs round trips with one or two worker
+// wake-ups each. (b) A timer in place of the goroutine: when the process
+// is otherwise idle the Go runtime's netpoller sleeps at least a
+// millisecond, so a short timer fires that late, and a task submitted
+// and not waited for would wait as long. (c) Running a task inline in
+// Group.Go: Go then blocks for the task's length, and the group's later
+// tasks are not even submitted meanwhile. (d) Workers that spin a while
+// before parking: a spinning worker holds a P, and with as many workers
+// as Ps the submitter waits for one; a locked goroutine that yields its
+// P hands off its thread, which is the cost to avoid.
 
 // notifyLater is notify for an injection into g from outside the
 // workers: a wake-up that notify would make is left to lateNotify, run
@@ -247,7 +263,7 @@ func (g *Group) help() {
 		if !w.inbox.frontIs(g) || !rt.lend(w) {
 			continue
 		}
-		w.lent, w.relabeled = true, false
+		w.relabeled = false
 		for g.pending.Load() != 0 {
 			t := w.lentWork(g)
 			if t == nil {
@@ -256,7 +272,6 @@ func (g *Group) help() {
 			w.execute(t)
 		}
 		relabeled = relabeled || w.relabeled
-		w.lent = false
 		w.giveBack()
 	}
 	g.helpers.Add(-1)
@@ -268,20 +283,42 @@ func (g *Group) help() {
 }
 
 // lentWork returns the next task for a waiter running as w on behalf of
-// g: what g's tasks pushed onto w's LIFO slot and deque (w was parked
-// with both empty, only its owner adds to them, and a lent worker does no
-// periodic balancing, so nothing else is there), else g's task at the
-// front of w's inbox. Owner only.
+// g: a task of g's subtree (within) that g's tasks pushed onto w's LIFO
+// slot or deque, else g's task at the front of w's inbox. Anything else
+// on w's deque (a task of another group that one of g's tasks left
+// behind, or one that periodic balancing pulled) ends the waiter's
+// help there: it goes back onto the deque, where giveBack sees it and
+// wakes w's goroutine to run it. Owner only.
 func (w *worker) lentWork(g *Group) *Task {
 	if t := w.lifo.Swap(nil); t != nil {
-		return t
+		if t.within(g) {
+			return t
+		}
+		w.dq.Push(t)
+		return nil
 	}
 	if t := w.dq.Pop(); t != nil {
-		return t
+		if t.within(g) {
+			return t
+		}
+		w.dq.Push(t) // back where it was
+		return nil
 	}
 	if t := w.inbox.popOf(g); t != nil {
 		w.countInjected(t)
 		return t
 	}
 	return nil
+}
+
+// within reports whether t belongs to g's subtree: it is a task of g, or
+// of a group that a task of g's subtree made with Ctx.Group (a Join's
+// second half belongs to its forking task's group).
+func (t *Task) within(g *Group) bool {
+	for h := t.group; h != nil; h = h.up {
+		if h == g {
+			return true
+		}
+	}
+	return false
 }

@@ -73,22 +73,24 @@ func TestLentWorkerHelpsAndParks(t *testing.T) {
 
 	onTo.Store(1)
 	release, started := make(chan struct{}), make(chan struct{})
+	var blockedOn atomic.Int64
 	blocked := rt.Group(ctx)
-	blocked.Go(func(*Ctx) error { close(started); <-release; return nil })
-	<-started // not waited for: the late wake ran it on worker 1
+	blocked.Go(func(c *Ctx) error { blockedOn.Store(int64(c.Worker())); close(started); <-release; return nil })
+	<-started // not waited for: a worker woken by the late wake runs it
+	lentID := (int(blockedOn.Load()) + 1) % rt.Workers()
 
 	deadline := time.Now().Add(lostWakeupBound)
-	for rt.sched.idle() != int32(rt.Workers()-1) || rt.sched.spinning() != 0 { // all but worker 1
+	for rt.sched.idle() != int32(rt.Workers()-1) || rt.sched.spinning() != 0 { // all but the blocked one
 		if time.Now().After(deadline) {
 			t.Fatalf("workers did not park: %s", idleState(rt))
 		}
 		time.Sleep(20 * time.Microsecond)
 	}
 	// With one P the late wake's goroutine does not run before the
-	// waiter parks, so worker 0 is still parked when Wait looks.
+	// waiter parks, so the target worker is still parked when Wait looks.
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
-	before := rt.Stats().Workers[0]
-	onTo.Store(0)
+	before := rt.Stats().Workers[lentID]
+	onTo.Store(int64(lentID))
 	var children atomic.Int32
 	g := rt.Group(ctx)
 	g.Go(func(c *Ctx) error {
@@ -108,16 +110,16 @@ func TestLentWorkerHelpsAndParks(t *testing.T) {
 	if err := blocked.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	after := rt.Stats().Workers[0]
+	after := rt.Stats().Workers[lentID]
 	if children.Load() != 8 {
 		t.Errorf("%d of 8 children ran", children.Load())
 	}
 	if after.Lent == before.Lent {
-		t.Errorf("worker 0 was not lent to the waiter: %+v", after)
+		t.Errorf("worker %d was not lent to the waiter: %+v", lentID, after)
 	}
 	if after.Parks == before.Parks {
-		t.Errorf("the waiter's helping wait as worker 0 never parked: parks %d, lent %d → %d",
-			after.Parks, before.Lent, after.Lent)
+		t.Errorf("the waiter's helping wait as worker %d never parked: parks %d, lent %d → %d",
+			lentID, after.Parks, before.Lent, after.Lent)
 	}
 }
 
@@ -126,6 +128,7 @@ func TestLentWorkerHelpsAndParks(t *testing.T) {
 // it stay); in Cancel mode the group's tasks not yet started are
 // canceled.
 func TestCloseWhileLent(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1)) // the waiter runs the tasks
 	for _, mode := range []CloseMode{Drain, Cancel} {
 		rt, err := New(Config{CloseMode: mode, Workers: 1})
 		if err != nil {
@@ -133,9 +136,11 @@ func TestCloseWhileLent(t *testing.T) {
 		}
 		waitAllParked(t, rt)
 		var ran atomic.Int32
+		submitted := make(chan struct{})
 		g := rt.Group(context.Background())
 		g.Go(func(*Ctx) error {
 			ran.Add(1)
+			<-submitted // Close refuses later injections
 			go rt.Close()
 			for !rt.isClosing() {
 				time.Sleep(10 * time.Microsecond)
@@ -144,6 +149,7 @@ func TestCloseWhileLent(t *testing.T) {
 			return nil
 		})
 		g.Go(func(*Ctx) error { ran.Add(1); return nil })
+		close(submitted)
 		err = g.Wait()
 		rt.Close() // returns once the worker has exited
 		switch mode {

@@ -106,12 +106,10 @@ func (t *Task) ranAgo(now int64) int64 {
 }
 
 // maybeBalanceBusy runs periodic balancing if it is due: called by execute
-// as w starts a task, when w has nothing else queued, unless w is lent to
-// an outside waiter, which runs its own group's tasks and pulls nobody
-// else's (lend.go). Owner only.
+// as w starts a task, when w has nothing else queued. Owner only.
 func (w *worker) maybeBalanceBusy() {
 	rt := w.rt
-	if rt.busyTick <= 0 || w.lent || w.now < w.nextBusy || w.hasLocalWork() {
+	if rt.busyTick <= 0 || w.now < w.nextBusy || w.hasLocalWork() {
 		return
 	}
 	w.nextBusy = w.now + rt.busyTick

@@ -49,8 +49,7 @@ type worker struct {
 	free      []*Task  // recycled runtime-owned tasks
 	cnt       counters // plain counters, folded into tot
 	sinceFold int
-	depth     int  // nesting of helping Waits on this goroutine's stack
-	lent      bool // run by an outside waiter it is lent to (lend.go)
+	depth     int // nesting of helping Waits on this goroutine's stack
 	// labels is the pprof label context the goroutine runs under: the
 	// running task's named group's (labels.go), nil for none.
 	labels    context.Context
