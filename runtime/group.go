@@ -32,9 +32,6 @@ type Group struct {
 
 	// pending counts tasks submitted and not yet finished.
 	pending atomic.Int64
-	// inboxOf is the worker whose inbox took the group's latest injected
-	// task, where Wait looks for a worker to borrow (lend.go).
-	inboxOf atomic.Pointer[worker]
 	// lateWake: a goroutine is about to run lateNotify for the group's
 	// injections (lend.go).
 	lateWake atomic.Bool

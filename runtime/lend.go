@@ -36,9 +36,9 @@ import (
 //     started once that goroutine has run: a few microseconds later than
 //     a wake-up from Go itself, which took tens.
 //  2. The lent worker. Group.Wait, before it blocks, visits the workers
-//     whose inbox has one of the group's tasks at its front, starting
-//     with the one that took the group's latest (Group.inboxOf; the
-//     policy may spread a group over idle workers). Each that is parked
+//     whose inbox has one of the group's tasks at its front (the policy
+//     may spread a group over idle workers), starting with the worker of
+//     the injector's CPU (Group.fromCPU). Each that is parked
 //     in its scheduler loop is lent to the waiter (lend), which runs as
 //     that worker on its own goroutine: the group's tasks at the front of
 //     the worker's inbox, and what they push onto its deque and LIFO
@@ -251,16 +251,16 @@ func (rt *Runtime) queuedOnRunning(w *worker) bool {
 
 // help runs g's queued tasks on the calling goroutine, an outside
 // waiter: each worker that holds some at the front of its inbox and is
-// parked in its scheduler loop, starting with the one that took g's
-// latest task (the policy may spread a group over idle workers), is lent
-// to it in turn; it runs them as that worker and gives the worker back.
+// parked in its scheduler loop, starting with the worker of the CPU that
+// g's injections were last placed from, is lent to it in turn; it runs
+// them as that worker and gives the worker back.
 // Each task so runs as the worker the policy placed it on. It returns
 // when g is done or it has run what it could.
 func (g *Group) help() {
 	rt := g.rt
-	first := g.inboxOf.Load()
+	first := rt.workerOn(int(g.fromCPU.Load())) // the injector's, where tasks go first
 	if first == nil {
-		return
+		first = rt.workers[0]
 	}
 	g.helpers.Add(1)
 	relabeled := false

@@ -245,9 +245,6 @@ func (rt *Runtime) inject(t *Task) {
 	}
 	g := t.group
 	w := rt.place(g)
-	if g.inboxOf.Load() != w {
-		g.inboxOf.Store(w)
-	}
 	if !w.inbox.push(t) {
 		// The worker closed its inbox: the runtime is shutting down.
 		rt.finish(nil, t, canceled, ErrClosed)
