@@ -105,10 +105,9 @@ import (
 // and BenchmarkOutsideVsErrgroupMany, which alternate with errgroup
 // limited to one goroutine per CPU and report the ratio of medians): a
 // 4-task group's round trip costs 0.7-0.8 of errgroup's, where waking
-// the workers cost 26-39 times it; 1M one-task Go calls into one group
-// cost 0.7-1.0 of errgroup's per task, the spread being the machine's
-// other load, which slows the pinned workers more than errgroup's
-// unpinned threads.
+// the workers cost 25-39 times it; 1M one-task Go calls into one group
+// cost 0.5-1.0 of errgroup's per task (1.1-1.8 with a wake-up from Go),
+// but 1.2-1.7 in one series run while the machine's other load peaked.
 //
 // Rejected designs. (a) Waking a worker as soon as tasks are queued
 // while the waiter helps: the woken worker takes some of the group's
