@@ -92,8 +92,9 @@ import (
 //
 // What a task run by the waiter sees. Its Ctx is the lent worker's:
 // Ctx.Worker, CPU and Node are that worker's, its spawns go onto that
-// worker's deque, its counters count there. The thread is the waiter's
-// and is not pinned. On an idle machine the policy places an outside
+// worker's deque, its counters count there. The thread is the waiter's:
+// it is not pinned, and it has the waiter's memory policy, not the one
+// Config.LocalMemory gives worker threads. On an idle machine the policy places an outside
 // task on the worker of the submitter's CPU (balance.PlaceFork: "stay"),
 // so the waiter starts its tasks on that CPU, but the kernel may move its
 // thread. A named group's task labels the waiter's goroutine for the
