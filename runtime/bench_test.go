@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	goruntime "runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,4 +242,108 @@ func BenchmarkErrgroup4(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// outsideGroupOf4 is one round trip of BenchmarkOutsideGroup4's shape.
+func outsideGroupOf4(rt *Runtime) error {
+	g := rt.Group(context.Background())
+	for range 4 {
+		g.Go(benchNop)
+	}
+	return g.Wait()
+}
+
+// errgroupOf4 is one round trip of BenchmarkErrgroup4's shape.
+func errgroupOf4() error {
+	nop := func() error { return nil }
+	var g errgroup.Group
+	g.SetLimit(goruntime.NumCPU())
+	for range 4 {
+		g.Go(nop)
+	}
+	return g.Wait()
+}
+
+// alternated runs the contenders in blocks of block operations, A's block,
+// then B's, and so on, for n operations of each, timing every operation,
+// and reports each contender's median as a metric (unit name-ns/op) and
+// the ratio of the first median to the second's (ratio). A noisy machine
+// then slows both alike instead of whichever -count run it hits.
+func alternated(b *testing.B, block int, names [2]string, ops [2]func() error) {
+	var times [2][]time.Duration
+	for b.Loop() {
+		for k := range 2 {
+			for range block {
+				start := time.Now()
+				if err := ops[k](); err != nil {
+					b.Fatal(err)
+				}
+				times[k] = append(times[k], time.Since(start))
+			}
+		}
+	}
+	var med [2]float64
+	for k := range 2 {
+		slices.Sort(times[k])
+		med[k] = float64(times[k][len(times[k])/2].Nanoseconds())
+		b.ReportMetric(med[k], names[k]+"-ns/op")
+	}
+	b.ReportMetric(med[0]/med[1], "ratio")
+}
+
+// BenchmarkOutsideVsErrgroup4 alternates BenchmarkOutsideGroup4's round
+// trip and BenchmarkErrgroup4's in blocks of 64 and reports the median of
+// each (outside-ns/op, errgroup-ns/op) and their ratio; one op is a block
+// of each.
+func BenchmarkOutsideVsErrgroup4(b *testing.B) {
+	rt := benchRuntime(b, 0)
+	alternated(b, 64, [2]string{"outside", "errgroup"}, [2]func() error{
+		func() error { return outsideGroupOf4(rt) },
+		errgroupOf4,
+	})
+}
+
+// manyTasks is the number of one-task submissions into one group of
+// BenchmarkOutsideVsErrgroupMany.
+const manyTasks = 1 << 20
+
+// BenchmarkOutsideVsErrgroupMany submits manyTasks (1M) empty tasks one
+// Go at a time into one group from a goroutine that is not a worker and
+// waits for the group, alternating with the same on errgroup limited to
+// one goroutine per CPU. It reports each contender's median cost per task
+// (outside-ns/task, errgroup-ns/task) and their ratio; one op is one run
+// of each. Run it with -benchtime Nx: a run takes about a second.
+func BenchmarkOutsideVsErrgroupMany(b *testing.B) {
+	rt := benchRuntime(b, 0)
+	nop := func() error { return nil }
+	var times [2][]time.Duration
+	for b.Loop() {
+		start := time.Now()
+		g := rt.Group(context.Background())
+		for range manyTasks {
+			g.Go(benchNop)
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		times[0] = append(times[0], time.Since(start))
+
+		start = time.Now()
+		var eg errgroup.Group
+		eg.SetLimit(goruntime.NumCPU())
+		for range manyTasks {
+			eg.Go(nop)
+		}
+		if err := eg.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		times[1] = append(times[1], time.Since(start))
+	}
+	var med [2]float64
+	for k, name := range []string{"outside", "errgroup"} {
+		slices.Sort(times[k])
+		med[k] = float64(times[k][len(times[k])/2].Nanoseconds()) / manyTasks
+		b.ReportMetric(med[k], name+"-ns/task")
+	}
+	b.ReportMetric(med[0]/med[1], "ratio")
 }

@@ -27,6 +27,7 @@ const defaultFoldEvery = 256
 type counters struct {
 	run, spawned, injected  uint32
 	parks, wakeups          uint32
+	lent                    uint32   // lends to outside waiters (lend.go)
 	steals, failedSteals    []uint32 // per domain level
 	crossSteals, crossTasks uint32   // steals from a worker on another node; tasks steals and pulls moved across nodes
 	pulls                   []uint32 // periodic balancing moves, per domain level
@@ -57,6 +58,7 @@ func (c *counters) stolenFrom(id, n int) {
 type totals struct {
 	run, spawned, injected  atomic.Uint64
 	parks, wakeups          atomic.Uint64
+	lent                    atomic.Uint64
 	stolenFrom              atomic.Uint64 // added by thieves' folds
 	crossSteals, crossTasks atomic.Uint64
 	pulled, crossPulls      atomic.Uint64
@@ -81,6 +83,7 @@ func (w *worker) fold() {
 	addZero(&t.injected, &c.injected)
 	addZero(&t.parks, &c.parks)
 	addZero(&t.wakeups, &c.wakeups)
+	addZero(&t.lent, &c.lent)
 	addZero(&t.crossSteals, &c.crossSteals)
 	addZero(&t.crossTasks, &c.crossTasks)
 	addZero(&t.pulled, &c.pulled)
@@ -143,9 +146,13 @@ type WorkerStats struct {
 	// StolenFrom counts the tasks other workers stole from it: a batch
 	// steal (balance.Victim.Max > 1) counts every task it moved, so it
 	// can exceed the thieves' Steals, which count steal operations.
-	StolenFrom   uint64
-	Parks        uint64
-	Wakeups      uint64
+	StolenFrom uint64
+	Parks      uint64
+	Wakeups    uint64
+	// Lent counts the times an outside goroutine waiting in Group.Wait
+	// ran its group's tasks as this worker while the worker's thread
+	// stayed parked (lend.go).
+	Lent         uint64
 	Steals       []uint64 // successful steal operations per level
 	FailedSteals []uint64 // level scans that found nothing, per level
 	// CrossNodeSteals counts its steals from a worker on another NUMA
@@ -195,6 +202,7 @@ func (rt *Runtime) Stats() Stats {
 			StolenFrom:          t.stolenFrom.Load(),
 			Parks:               t.parks.Load(),
 			Wakeups:             t.wakeups.Load(),
+			Lent:                t.lent.Load(),
 			CrossNodeSteals:     t.crossSteals.Load(),
 			CrossNodeMigrations: t.crossTasks.Load(),
 			PulledTasks:         t.pulled.Load(),
@@ -219,6 +227,7 @@ func (rt *Runtime) Stats() Stats {
 		tt.StolenFrom += ws.StolenFrom
 		tt.Parks += ws.Parks
 		tt.Wakeups += ws.Wakeups
+		tt.Lent += ws.Lent
 		tt.CrossNodeSteals += ws.CrossNodeSteals
 		tt.CrossNodeMigrations += ws.CrossNodeMigrations
 		tt.PulledTasks += ws.PulledTasks

@@ -9,20 +9,26 @@
 //
 //	caller                  submit                      wait
 //	----------------------  --------------------------  ----------------------
-//	a goroutine outside     Runtime.Go, Group.Go,       Group.Wait: blocks
-//	the workers             Group.Spawn: inject
+//	a goroutine outside     Runtime.Go, Group.Go,       Group.Wait: borrows
+//	the workers             Group.Spawn: inject         parked workers, then
+//	                                                    blocks
 //	a task, through its     Ctx.Go, Ctx.Spawn: push     Ctx.Wait: helps
 //	Ctx                     Ctx.GoNext: LIFO slot
 //	                        Ctx.Join, Ctx.ParallelFor, Jobs.Join: fork and join
 //
 // Inject: put the task into the inbox of the worker the balancing policy
-// places it on (Runtime.Place from the caller's CPU) and wake a worker if
-// none is looking for work. Push: onto the running worker's own deque,
+// places it on (Runtime.Place from the caller's CPU) and have a worker
+// woken if none is looking for work. Push: onto the running worker's own deque,
 // work-first: the task goes on, and the new one runs later on this worker
 // or earlier on a thief. LIFO slot: to run next on this worker while the
-// data its spawner touched is in cache. Block: the goroutine sleeps until
-// the group is done. Help: the waiting task's worker runs other tasks
-// meanwhile (its own queues, then steals) and parks when there are none.
+// data its spawner touched is in cache. Borrow: while the workers that
+// hold the group's injected tasks are parked, the waiting goroutine runs
+// those tasks itself, as those workers, whose threads sleep on (lend.go);
+// an injection's wake-up is left to a goroutine meanwhile, so a small
+// group submitted to an idle runtime wakes no thread. Block: the
+// goroutine sleeps until the group is done. Help: the waiting task's
+// worker runs other tasks meanwhile (its own queues, then steals) and
+// parks when there are none.
 //
 // A Group is the set of tasks waited for together (errgroup semantics).
 // Runtime.Group makes one for the outside world; Ctx.Group makes one for a
@@ -47,7 +53,8 @@
 // Files, one concern each: runtime.go and config.go (life cycle), worker.go
 // (the scheduler loop, stealing), internal/deque (the local run queue),
 // inbox.go (injection), park.go (idle, spinning and wake-up) and sched.go
-// (its packed counts), policy.go (the balancing policy's hooks, placement,
+// (its packed counts), lend.go (outside injections' late wake-up and the
+// workers lent to outside waiters), policy.go (the balancing policy's hooks, placement,
 // hand-off), periodic.go (periodic balancing and the coarse clock),
 // task.go and ctx.go (tasks and what they see), group.go, join.go and
 // jobs.go (fork-join), sync.go (small atomic helpers), counters.go (the

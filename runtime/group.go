@@ -26,12 +26,22 @@ type Group struct {
 	up     *Group          // the group of the task that made this one (Ctx.Group)
 	ofTask bool            // made by Ctx.Group: Go, Spawn and Wait panic
 	// stopped: the first failure happened: drop unstarted tasks. Here,
-	// beside ofTask, to share its padding (a Group stays 176 bytes).
+	// beside ofTask, to share its padding.
 	stopped atomic.Bool
 	labels  *groupLabels // set by SetName (labels.go); nil: unnamed
 
 	// pending counts tasks submitted and not yet finished.
 	pending atomic.Int64
+	// lateWake: a goroutine is about to run lateNotify for the group's
+	// injections (lend.go).
+	lateWake atomic.Bool
+	// fromCPU is the injecting goroutine's CPU as last read, for the next
+	// fromLeft injections (Runtime.injectorCPU).
+	fromCPU  atomic.Int32
+	fromLeft atomic.Int32
+	// helpers counts the waiters running the group's tasks as a lent
+	// worker (lend.go).
+	helpers atomic.Int32
 	// waiters are the workers parked in a helping Wait on the group (more
 	// than one when tasks on several workers wait on a shared group). A
 	// waiter registers under mu, then loads pending; report locks mu after
@@ -77,8 +87,19 @@ func (g *Group) Spawn(t *Task) {
 // *PanicError, or the reason tasks were canceled (the parent context's
 // error, ErrClosed). A task waits with Ctx.Wait, which helps instead: a
 // task blocked here holds its worker's thread.
+//
+// When the worker that the group's latest task was placed on is parked,
+// Wait first runs the group's queued tasks itself, on the calling
+// goroutine, as that worker (its Ctx, its queues), while the worker's
+// thread stays asleep: a small group submitted to an idle runtime then
+// costs no thread wake-up (see lend.go for the design, and what such a
+// task sees).
 func (g *Group) Wait() error {
 	g.outside("Wait")
+	g.fromLeft.Store(0) // the next injection reads its CPU anew
+	if g.pending.Load() != 0 {
+		g.help()
+	}
 	g.mu.Lock()
 	for g.pending.Load() != 0 {
 		if g.waitCh == nil {

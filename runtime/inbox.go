@@ -62,6 +62,37 @@ func (b *inbox) pop() *Task {
 	return t
 }
 
+// frontIs reports whether the oldest task is a task of g. Any goroutine.
+func (b *inbox) frontIs(g *Group) bool {
+	if b.size.Load() == 0 {
+		return false
+	}
+	b.mu.Lock()
+	is := b.n > 0 && b.q[b.head].group == g
+	b.mu.Unlock()
+	return is
+}
+
+// popOf removes the oldest task if it is a task of g, else returns nil.
+// Any goroutine.
+func (b *inbox) popOf(g *Group) *Task {
+	if b.size.Load() == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	if b.n == 0 || b.q[b.head].group != g {
+		b.mu.Unlock()
+		return nil
+	}
+	t := b.q[b.head]
+	b.q[b.head] = nil
+	b.head = (b.head + 1) % len(b.q)
+	b.n--
+	b.size.Store(int64(b.n))
+	b.mu.Unlock()
+	return t
+}
+
 // close marks the inbox closed and returns the tasks still queued, which
 // the owner then runs (or cancels) before it exits. Owner only.
 func (b *inbox) close() []*Task {

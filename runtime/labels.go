@@ -99,6 +99,7 @@ func (w *worker) setLabels(ctx context.Context) {
 		return
 	}
 	w.labels = ctx
+	w.relabeled = true // an outside waiter running as w restores its own (lend.go)
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -27,7 +27,10 @@ import "sync"
 //     first publishes the task, then calls notify, which loads nSpinning
 //     and nIdle. If a worker is spinning it does nothing: the spinner will
 //     find the task. If none spins and one is parked, it makes exactly one
-//     parked worker a spinner (CAS nSpinning 0→1, then unpark).
+//     parked worker a spinner (CAS nSpinning 0→1, then unpark). An
+//     injection from outside the workers calls notify late, from a
+//     goroutine of its own, so that a waiter may run its tasks first
+//     (lend.go): the load still comes after the publish.
 //  2. A spinner that finds work stops spinning; if it was the last
 //     spinner it wakes another (notify again), so the ramp-up continues
 //     while there may be more work — Go's resetspinning.
@@ -46,8 +49,10 @@ import "sync"
 //     starts spinning (Go tests and claims in separate steps); afterwards
 //     busy workers may park under the spinners for the length of a search.
 //
-// The invariant: whenever a task is queued, either its owner is running,
-// or some worker is spinning, or a parked worker is being woken. Step 1's
+// The invariant: whenever a task is queued, either its owner is running
+// (a worker lent to an outside waiter counts: its owner is the waiter;
+// lend.go), or some worker is spinning, or a parked worker is being woken
+// or will be by a pending late notify. Step 1's
 // publish-then-load and step 3's decrement-then-look are both sequentially
 // consistent (all sync/atomic operations are, and the inbox uses a
 // mutex), so for a producer P and a stopping spinner S at least one of them
@@ -96,8 +101,9 @@ func (rt *Runtime) wakeOne(asSpinner bool) bool {
 	rt.idle.stack = rt.idle.stack[:n-1]
 	w.parked = false
 	rt.sched.addIdle(-1)
+	ch := w.wake
 	rt.idle.mu.Unlock()
-	w.wake <- asSpinner
+	ch <- asSpinner
 	return true
 }
 
@@ -109,8 +115,9 @@ func (rt *Runtime) unpark(w *worker) {
 		return
 	}
 	rt.removeIdle(w)
+	ch := w.wake
 	rt.idle.mu.Unlock()
-	w.wake <- false
+	ch <- false
 }
 
 // removeIdle takes w out of the idle stack. rt.idle.mu must be held.
@@ -129,12 +136,14 @@ func (rt *Runtime) removeIdle(w *worker) {
 func (rt *Runtime) wakeAll() {
 	rt.idle.mu.Lock()
 	ws := append([]*worker(nil), rt.idle.stack...)
-	for _, w := range ws {
+	chs := make([]chan bool, len(ws))
+	for i, w := range ws {
 		rt.removeIdle(w)
+		chs[i] = w.wake
 	}
 	rt.idle.mu.Unlock()
-	for _, w := range ws {
-		w.wake <- false
+	for _, ch := range chs {
+		ch <- false
 	}
 }
 
@@ -217,12 +226,21 @@ func (w *worker) park(stop func() bool) {
 			return
 		}
 	}
+	ch := w.wake // ours: nobody changes it while we run as w
 	rt.idle.mu.Lock()
 	if stop() {
 		rt.idle.mu.Unlock()
 		return
 	}
+	// Count and fold before publishing: once we are on the stack, an
+	// outside waiter may borrow w (lend.go) and run as w, so until the
+	// token arrives we touch nothing of w's but its shared fields.
+	w.cnt.parks++
+	w.fold() // Stats must not lag behind a parked worker
 	w.parked = true
+	// Only a worker goroutine parked in its scheduler loop, with no task
+	// on its stack, is lent.
+	w.lendable = w.depth == 0 && ch == w.home
 	rt.idle.stack = append(rt.idle.stack, w)
 	rt.sched.addIdle(1)
 	rt.idle.mu.Unlock()
@@ -232,9 +250,7 @@ func (w *worker) park(stop func() bool) {
 	if rt.workVisible(w) || stop() {
 		rt.unpark(w) // no-op if a producer already took us off the stack
 	}
-	w.cnt.parks++
-	w.fold() // before sleeping: Stats must not lag behind a parked worker
-	if asSpinner := <-w.wake; asSpinner {
+	if asSpinner := <-ch; asSpinner {
 		w.spinning = true
 	}
 	w.cnt.wakeups++

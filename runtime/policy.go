@@ -207,8 +207,9 @@ func (rt *Runtime) passSpinning(w, v *worker) bool {
 		return false
 	}
 	rt.removeIdle(target)
+	ch := target.wake
 	rt.idle.mu.Unlock()
 	w.spinning = false
-	target.wake <- true
+	ch <- true
 	return true
 }

@@ -243,21 +243,44 @@ func (rt *Runtime) inject(t *Task) {
 		rt.finish(nil, t, canceled, ErrClosed)
 		return
 	}
-	w := rt.place()
+	g := t.group
+	w := rt.place(g)
 	if !w.inbox.push(t) {
 		// The worker closed its inbox: the runtime is shutting down.
 		rt.finish(nil, t, canceled, ErrClosed)
 		return
 	}
-	rt.notify()
+	rt.notifyLater(g) // a wake-up is left to a goroutine (lend.go)
 }
 
-// place returns the worker for a task injected by the calling goroutine:
-// the policy's placement (balance.PlaceFork) from the caller's CPU.
-func (rt *Runtime) place() *worker {
-	from, _ := rt.callerCPU()
-	return rt.byCPU[rt.placeFrom(from, balance.PlaceFork, rt.load())]
+// place returns the worker for a task of g injected by the calling
+// goroutine: the policy's placement (balance.PlaceFork) from the caller's
+// CPU, with the load as it is now.
+func (rt *Runtime) place(g *Group) *worker {
+	return rt.byCPU[rt.placeFrom(rt.injectorCPU(g), balance.PlaceFork, rt.load())]
 }
+
+// injectorCPU returns the CPU that the calling goroutine, injecting into
+// g, runs on, as read at most reuseCPU injections into g ago. Reading it
+// is a system call (getcpu), about 200 ns here, as much as the rest of an
+// injection, and a goroutine that submits a burst stays on its CPU for
+// the burst unless it blocks; the first injection after a Wait of g
+// (which may block) and every reuseCPU-th one read it anew. With concurrent submitters to one group a task
+// may be placed from another submitter's CPU: the placement is a
+// locality hint, and the load still decides it.
+func (rt *Runtime) injectorCPU(g *Group) int {
+	if g.fromLeft.Add(-1) >= 0 {
+		return int(g.fromCPU.Load())
+	}
+	cpu, _ := rt.callerCPU()
+	g.fromCPU.Store(int32(cpu))
+	g.fromLeft.Store(reuseCPU - 1)
+	return cpu
+}
+
+// reuseCPU is how many injections into a group share one read of the
+// injecting goroutine's CPU (injectorCPU).
+const reuseCPU = 16
 
 // finish reports t's outcome to its group (or its Join latch) and recycles
 // runtime-owned tasks. w is the worker that ran it, nil outside workers.

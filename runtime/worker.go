@@ -13,8 +13,9 @@ import (
 )
 
 // worker is one pinned thread of the runtime. Fields under "owner only" are
-// read and written by the worker's own goroutine alone; the rest say who
-// else touches them.
+// read and written by the goroutine running as the worker alone: the
+// worker's own, or an outside waiter it is lent to while its goroutine is
+// parked (lend.go); the rest say who else touches them.
 type worker struct {
 	rt   *Runtime
 	id   int
@@ -26,9 +27,17 @@ type worker struct {
 	stealQ *deque.Stealer[Task] // the thieves' view of dq
 	lifo   atomic.Pointer[Task] // the LIFO slot: owner Swap; thieves Swap only when the owner is busy
 	inbox  inbox                // injected tasks: any goroutine pushes, owner and thieves pop
-	wake   chan bool            // park token; true = woken as a spinner (counted in rt.sched for us)
-	parked bool                 // in rt.idle's stack; guarded by rt.idle.mu
-	busy   atomic.Bool          // running a task (read by thieves deciding whether to take lifo)
+	// wake carries the park token (true = woken as a spinner, counted in
+	// rt.sched for us) to whoever runs as w: the worker's goroutine (home)
+	// or an outside waiter it is lent to (lentWake; lend.go). Changed
+	// only under rt.idle.mu while w is off the stack and its goroutine
+	// asleep; wakers read it under rt.idle.mu.
+	wake     chan bool
+	home     chan bool   // the worker goroutine's token channel
+	lentWake chan bool   // the token channel of an outside waiter running as w
+	parked   bool        // in rt.idle's stack; guarded by rt.idle.mu
+	lendable bool        // parked in the scheduler loop, so it may be lent; guarded by rt.idle.mu
+	busy     atomic.Bool // running a task (read by thieves deciding whether to take lifo)
 
 	_ cacheLinePad
 
@@ -43,7 +52,8 @@ type worker struct {
 	depth     int // nesting of helping Waits on this goroutine's stack
 	// labels is the pprof label context the goroutine runs under: the
 	// running task's named group's (labels.go), nil for none.
-	labels context.Context
+	labels    context.Context
+	relabeled bool // setLabels changed the goroutine's labels (lend.go)
 
 	// Remembered forks (promote.go): the second halves of the Joins
 	// running on this goroutine's stack, oldest first; forks[:forkBase]
@@ -76,16 +86,18 @@ const inboxEvery = 61
 
 func newWorker(rt *Runtime, id, cpu, node int) *worker {
 	w := &worker{
-		rt:   rt,
-		id:   id,
-		cpu:  cpu,
-		node: node,
-		dq:   deque.New[Task](),
-		wake: make(chan bool, 1),
-		rng:  uint64(id)*0x9E3779B97F4A7C15 + 1,
+		rt:       rt,
+		id:       id,
+		cpu:      cpu,
+		node:     node,
+		dq:       deque.New[Task](),
+		home:     make(chan bool, 1),
+		lentWake: make(chan bool, 1),
+		rng:      uint64(id)*0x9E3779B97F4A7C15 + 1,
 
 		clockEvery: 1,
 	}
+	w.wake = w.home
 	w.stealQ = w.dq.Stealer()
 	w.cnt.init(len(rt.levels))
 	w.tot.init(len(rt.levels))
