@@ -1,0 +1,177 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkFibFloor peels the cost of a Jobs fork into layers, fib(25)
+// per run (121,392 joins), each layer adding one thing to the one before:
+//
+//	serial    the plain recursion
+//	direct    Jobs' body signature, func(*Ctx, A) (R, error), called directly
+//	funcval   the same through a func value, as Jobs calls its body
+//	remember  funcval plus the remember and forget of an unpromoted fork
+//	jobs1w    Jobs.Join on a one-worker runtime
+//	jobsAll   Jobs.Join on one worker per usable CPU
+//	closures  Ctx.Join with closures on a one-worker runtime (not a layer
+//	          of the others: the closure form, for its own target)
+//
+// An op is one round: every layer once, each timed inside a task of its
+// runtime (serial too, on the one-worker runtime's pinned thread), in an
+// order that rotates from round to round, so that on a shared machine
+// each layer sees the same load. It reports each layer's median time
+// (name-ns), the median of its per-round ratio to serial (name/serial)
+// and, for the layers that run on one thread, the median of that ratio
+// in thread CPU time (name/serial-cpu), which leaves out the time the
+// thread was preempted:
+//
+//	go test -run '^$' -bench FibFloor -benchtime 100x ./runtime
+func BenchmarkFibFloor(b *testing.B) {
+	const n = 25
+	one, all := benchRuntime(b, 1), benchRuntime(b, 0)
+
+	var fibFunc, fibRemember func(c *Ctx, n int) (int, error)
+	fibFunc = func(c *Ctx, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		x, errX := fibFunc(c, n-1)
+		y, errY := fibFunc(c, n-2)
+		return x + y, firstErr(errX, errY)
+	}
+	var forks [n + 1]Task // one per depth, as Jobs keeps them
+	fibRemember = func(c *Ctx, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		w, t := c.w, &forks[n]
+		w.remember(t)
+		x, errX := fibRemember(c, n-1)
+		if !w.forget(t) {
+			panic("promoted on one worker")
+		}
+		y, errY := fibRemember(c, n-2)
+		return x + y, firstErr(errX, errY)
+	}
+	jobs1, jobsAll := newFibJobs(one), newFibJobs(all)
+
+	runFibLayers(b, n, []fibLayer{
+		{name: "serial", rt: one, fib: func(_ *Ctx, n int) (int, error) { return fibPlain(n), nil }, oneCPU: true},
+		{name: "direct", rt: one, fib: fibDirect, oneCPU: true},
+		{name: "funcval", rt: one, fib: fibFunc, oneCPU: true},
+		{name: "remember", rt: one, fib: fibRemember, oneCPU: true},
+		{name: "jobs1w", rt: one, fib: jobs1.fn, oneCPU: true},
+		{name: "jobsAll", rt: all, fib: jobsAll.fn},
+		{name: "closures", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibClosures(c, n), nil }, oneCPU: true},
+	})
+}
+
+// fibLayer is one contender of runFibLayers.
+type fibLayer struct {
+	name   string
+	rt     *Runtime
+	fib    func(c *Ctx, n int) (int, error)
+	oneCPU bool // runs on one thread: its CPU time means something
+}
+
+// runFibLayers runs one round of fib(n) through every layer per op, the
+// first layer being the baseline, and reports the medians (see
+// BenchmarkFibFloor).
+func runFibLayers(b *testing.B, n int, layers []fibLayer) {
+	want := fibPlain(n)
+	type samples struct{ wall, ratio, cpu []float64 }
+	s := make([]samples, len(layers))
+	wall, cpu := make([]float64, len(layers)), make([]float64, len(layers))
+	round := 0
+	for b.Loop() {
+		for k := range layers {
+			i := (k + round) % len(layers)
+			l := &layers[i]
+			err := l.rt.Go(context.Background(), func(c *Ctx) error {
+				c0, t0 := threadCPU(), time.Now()
+				got, err := l.fib(c, n)
+				wall[i], cpu[i] = float64(time.Since(t0)), float64(threadCPU()-c0)
+				if err == nil && got != want {
+					b.Errorf("%s: fib(%d) = %d, want %d", l.name, n, got, want)
+				}
+				return err
+			}).Wait()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range layers {
+			s[i].wall = append(s[i].wall, wall[i])
+			s[i].ratio = append(s[i].ratio, wall[i]/wall[0])
+			s[i].cpu = append(s[i].cpu, cpu[i]/cpu[0])
+		}
+		round++
+	}
+	base := layers[0].name
+	for i, l := range layers {
+		b.ReportMetric(median(s[i].wall), l.name+"-ns")
+		if i == 0 {
+			continue
+		}
+		b.ReportMetric(median(s[i].ratio), l.name+"/"+base)
+		if l.oneCPU && layers[0].oneCPU {
+			b.ReportMetric(median(s[i].cpu), l.name+"/"+base+"-cpu")
+		}
+	}
+}
+
+// median returns the median of v, which it sorts.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// threadCPU returns the calling thread's CPU time in nanoseconds; in a
+// task it is the worker's (a worker's goroutine is locked to its thread).
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+func fibPlain(n int) int {
+	if n < 2 {
+		return n
+	}
+	return fibPlain(n-1) + fibPlain(n-2)
+}
+
+func fibDirect(c *Ctx, n int) (int, error) {
+	if n < 2 {
+		return n, nil
+	}
+	x, errX := fibDirect(c, n-1)
+	y, errY := fibDirect(c, n-2)
+	return x + y, firstErr(errX, errY)
+}
+
+// fibClosures is fib with a Ctx.Join of two closures per call.
+func fibClosures(c *Ctx, n int) int {
+	if n < 2 {
+		return n
+	}
+	var x, y int
+	c.Join(
+		func(c *Ctx) error { x = fibClosures(c, n-1); return nil },
+		func(c *Ctx) error { y = fibClosures(c, n-2); return nil },
+	)
+	return x + y
+}
