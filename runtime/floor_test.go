@@ -50,9 +50,10 @@ func BenchmarkFibFloor(b *testing.B) {
 			return n, nil
 		}
 		w, t := c.w, &forks[n]
-		w.remember(t)
+		k := w.remember(t)
+		w.offer()
 		x, errX := fibRemember(c, n-1)
-		if !w.forget(t) {
+		if !w.forget(k) {
 			panic("promoted on one worker")
 		}
 		y, errY := fibRemember(c, n-2)

@@ -60,7 +60,18 @@ package runtime
 // oldest remembered fork, so the promoted forks are always a prefix of
 // the list, forks[:forkBase], and the deque holds them in the same
 // order, the youngest at its bottom: the join of a promoted fork pops the
-// deque exactly as an eager join did.
+// deque exactly as an eager join did. A fork's position in the list also
+// names the job object a Jobs.Join uses (jobFrames in jobs.go), so an
+// unpromoted fork costs no bookkeeping beyond the list.
+//
+// Panics. No Join below a task's outermost one defers a recover (a
+// deferred call costs about 6 ns per Join, more than the rest of the
+// fork): a panic unwinds to the outermost, whose recover joins the forks
+// the panic left on the list above its own start (unwindForks in
+// join.go), so every remembered or promoted half still runs exactly once
+// and no promoted job is abandoned to a thief. worker.guarded says whether
+// such a Join is on the stack; Task.run clears it for the tasks a helping
+// wait runs, whose panics stop at their own Task.run.
 //
 // Rejected designs. (1) A ticker goroutine setting a per-worker heartbeat
 // flag (Spice): it wakes 10,000 times a second even when the runtime is
@@ -77,32 +88,46 @@ package runtime
 // argument in a recycled job object instead and allocates nothing.
 
 // remember records t, the second half of a Join, as w's youngest
-// remembered fork, and promotes the oldest remembered fork when a thief
-// could use it. The caller sets t's body and group first. Owner only.
-func (w *worker) remember(t *Task) {
+// remembered fork and returns its index in w.forks, for forget; offer
+// follows it. The caller sets t's body and group first. Owner only;
+// inlined.
+func (w *worker) remember(t *Task) int {
+	k := len(w.forks)
 	w.forks = append(w.forks, t)
 	w.cnt.forks++
+	return k
+}
+
+// offer promotes w's oldest remembered fork when a thief could use it:
+// called after each remember. A function of its own so that both are
+// inlined (a call out of line, promote's, costs most of an inlinable
+// function's budget). Owner only.
+func (w *worker) offer() {
 	if w.rt.sched.v.Load() != 0 { // a worker spins or is parked
 		w.promote()
 	}
 }
 
-// forget removes t, which must be w's youngest remembered fork, at its
-// join, and reports whether it was still only remembered (so the caller
-// runs it inline); false means it was promoted and is on the deque or
-// stolen. Owner only.
-func (w *worker) forget(t *Task) bool {
-	n := len(w.forks) - 1
-	if n < 0 || w.forks[n] != t {
-		panic("runtime: Join: remembered forks out of order (a Ctx used outside its call?)")
+// forget removes w's youngest remembered fork, remembered at index k, at
+// its join, and reports whether it was still only remembered (so the
+// caller runs it inline); false means it was promoted and is on the
+// deque or stolen. The slot keeps its stale pointer: nothing reads past
+// len(w.forks), and the task is the caller's to recycle. Owner only;
+// inlined.
+func (w *worker) forget(k int) bool {
+	if len(w.forks) != k+1 {
+		forksOutOfOrder()
 	}
-	w.forks[n] = nil
-	w.forks = w.forks[:n]
-	if n < w.forkBase {
-		w.forkBase = n // t was promoted, and so were all older ones
+	w.forks = w.forks[:k]
+	if k < w.forkBase {
+		w.forkBase = k // it was promoted, and so were all older ones
 		return false
 	}
 	return true
+}
+
+func forksOutOfOrder() {
+	panic("runtime: Join: remembered forks out of order (a Ctx used outside its call?)")
 }
 
 // promote pushes w's oldest remembered fork onto its deque if the deque

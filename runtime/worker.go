@@ -50,6 +50,9 @@ type worker struct {
 	// have been promoted to the deque.
 	forks    []*Task
 	forkBase int
+	// guarded: an outermost Join of the running task is on the stack and
+	// recovers panics for the Joins below it (Ctx.Join).
+	guarded bool
 
 	// The coarse clock and periodic balancing (periodic.go).
 	now        int64 // ns since the runtime started, as of the last clock read
