@@ -123,8 +123,7 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	if j == nil {
 		j = js.newFrame(w, k)
 	}
-	j.arg = b
-	j.t.group = c.t.group
+	j.arg = b // its group is set if it is promoted (promote)
 	w.remember(&j.t)
 	w.offer()
 
@@ -137,7 +136,7 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 		rb, errB = js.joinPromoted(c, j, b)
 	}
 	var zeroA A
-	j.arg, j.t.group = zeroA, nil
+	j.arg = zeroA
 	return ra, rb, firstErr(errA, errB)
 }
 
@@ -181,7 +180,7 @@ func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) 
 		rb, err = j.res, j.t.err
 	}
 	var zeroR R
-	j.res, j.t.err, j.t.joiner = zeroR, nil, nil
+	j.res, j.t.err, j.t.joiner, j.t.group = zeroR, nil, nil, nil
 	if detached {
 		j.attach(w)
 	}

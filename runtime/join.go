@@ -32,7 +32,7 @@ func (c *Ctx) Join(a, b Func) error {
 		return c.joinGuarded(a, b)
 	}
 	t := w.newTask()
-	t.Fn, t.group, t.join = b, c.t.group, true
+	t.Fn, t.join = b, true // its group is set if it is promoted (promote)
 	k := w.remember(t)
 	w.offer()
 
@@ -42,7 +42,7 @@ func (c *Ctx) Join(a, b Func) error {
 	}
 
 	if w.forget(k) {
-		t.Fn, t.group, t.join = nil, nil, false
+		t.Fn, t.join = nil, false
 		w.free = append(w.free, t) // only these were set: t is clean again
 		if b == nil {
 			return errA

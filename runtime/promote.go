@@ -143,11 +143,29 @@ func (w *worker) promote() {
 		return
 	}
 	t := w.forks[w.forkBase]
+	t.group = w.groupOf(w.forkBase)
 	w.forkBase++
 	t.joiner = w
 	t.latch.reset()
 	w.cnt.promoted++
 	w.push(t) // stamps t.born, counts it spawned, notifies
+}
+
+// forkSeg is one entry of worker.segs.
+type forkSeg struct {
+	base  int
+	group *Group
+}
+
+// groupOf returns the group of the task that made remembered fork k: the
+// group a promoted fork runs in. Owner only.
+func (w *worker) groupOf(k int) *Group {
+	for i := len(w.segs) - 1; i >= 0; i-- {
+		if w.segs[i].base <= k {
+			return w.segs[i].group
+		}
+	}
+	panic("runtime: a remembered fork outside any task")
 }
 
 // wantsSplit reports whether a thief could use work split off now: some

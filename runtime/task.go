@@ -108,6 +108,7 @@ func (t *Task) run(w *worker) (o outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
 	guarded := w.guarded
 	w.guarded = false
+	w.segs = append(w.segs, forkSeg{base: len(w.forks), group: t.group})
 	done := false
 	defer func() {
 		// recover only when the body did not return: a recover call on
@@ -116,6 +117,9 @@ func (t *Task) run(w *worker) (o outcome, err error) {
 			o, err = panicked, newPanicError(recover())
 		}
 		w.guarded = guarded
+		n := len(w.segs) - 1
+		w.segs[n] = forkSeg{}
+		w.segs = w.segs[:n]
 	}()
 	switch {
 	case t.r != nil:

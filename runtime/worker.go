@@ -50,6 +50,13 @@ type worker struct {
 	// have been promoted to the deque.
 	forks    []*Task
 	forkBase int
+	// segs says whose the remembered forks are: one entry per task
+	// running on this goroutine's stack (Task.run), innermost last, with
+	// the list length when it started and its group; forks[k] belongs to
+	// the last entry whose base is at most k. A fork's group is needed
+	// only once it is promoted, so promote looks it up here instead of
+	// every fork storing it.
+	segs []forkSeg
 	// guarded: an outermost Join of the running task is on the stack and
 	// recovers panics for the Joins below it (Ctx.Join).
 	guarded bool
