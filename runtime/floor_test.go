@@ -20,6 +20,9 @@ import (
 //	jobsAll   Jobs.Join on one worker per usable CPU
 //	closures  Ctx.Join with closures on a one-worker runtime (not a layer
 //	          of the others: the closure form, for its own target)
+//	cutoff1w  jobs1w with a leaf cutoff: below n = 12 the body calls the
+//	          serial function (233 calls), as Cilk's and Spice's users do
+//	cutoffAll the same on one worker per usable CPU
 //
 // An op is one round: every layer once, each timed inside a task of its
 // runtime (serial too, on the one-worker runtime's pinned thread), in an
@@ -69,6 +72,8 @@ func BenchmarkFibFloor(b *testing.B) {
 		{name: "jobs1w", rt: one, fib: jobs1.fn, oneCPU: true},
 		{name: "jobsAll", rt: all, fib: jobsAll.fn},
 		{name: "closures", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibClosures(c, n), nil }, oneCPU: true},
+		{name: "cutoff1w", rt: one, fib: newFibCutoff(one, 12).fn, oneCPU: true},
+		{name: "cutoffAll", rt: all, fib: newFibCutoff(all, 12).fn},
 	})
 }
 
@@ -175,4 +180,18 @@ func fibClosures(c *Ctx, n int) int {
 		func(c *Ctx) error { y = fibClosures(c, n-2); return nil },
 	)
 	return x + y
+}
+
+// newFibCutoff is newFibJobs with a leaf cutoff: below n = cutoff the
+// body calls the serial function.
+func newFibCutoff(rt *Runtime, cutoff int) *Jobs[int, int] {
+	var fib *Jobs[int, int]
+	fib = NewJobs(rt, func(c *Ctx, n int) (int, error) {
+		if n < cutoff {
+			return fibPlain(n), nil
+		}
+		a, b, err := fib.Join(c, n-1, n-2)
+		return a + b, err
+	})
+	return fib
 }
