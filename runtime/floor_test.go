@@ -16,6 +16,9 @@ import (
 //	direct    Jobs' body signature, func(*Ctx, A) (R, error), called directly
 //	funcval   the same through a func value, as Jobs calls its body
 //	remember  funcval plus the remember and forget of an unpromoted fork
+//	direct+remember  direct plus the same: the floor of a fork API whose
+//	          body is called directly, not through a func value nor a
+//	          Join frame (the user's code would call remember and forget)
 //	jobs1w    Jobs.Join on a one-worker runtime
 //	jobsAll   Jobs.Join on one worker per usable CPU
 //	closures  Ctx.Join with closures on a one-worker runtime (not a layer
@@ -69,6 +72,7 @@ func BenchmarkFibFloor(b *testing.B) {
 		{name: "direct", rt: one, fib: fibDirect, oneCPU: true},
 		{name: "funcval", rt: one, fib: fibFunc, oneCPU: true},
 		{name: "remember", rt: one, fib: fibRemember, oneCPU: true},
+		{name: "direct+remember", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibDirectRemember(c, n, &forks) }, oneCPU: true},
 		{name: "jobs1w", rt: one, fib: jobs1.fn, oneCPU: true},
 		{name: "jobsAll", rt: all, fib: jobsAll.fn},
 		{name: "closures", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibClosures(c, n), nil }, oneCPU: true},
@@ -194,4 +198,19 @@ func newFibCutoff(rt *Runtime, cutoff int) *Jobs[int, int] {
 		return a + b, err
 	})
 	return fib
+}
+
+func fibDirectRemember(c *Ctx, n int, forks *[26]Task) (int, error) {
+	if n < 2 {
+		return n, nil
+	}
+	w, t := c.w, &forks[n]
+	k := w.remember(t)
+	w.offer()
+	x, errX := fibDirectRemember(c, n-1, forks)
+	if !w.forget(k) {
+		panic("promoted on one worker")
+	}
+	y, errY := fibDirectRemember(c, n-2, forks)
+	return x + y, firstErr(errX, errY)
 }
