@@ -2,7 +2,11 @@ package runtime
 
 import (
 	"context"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +38,10 @@ import (
 // (name-ns), the median of its per-round ratio to serial (name/serial)
 // and, for the layers that run on one thread, the median of that ratio
 // in thread CPU time (name/serial-cpu), which leaves out the time the
-// thread was preempted:
+// thread was preempted; for the others, in busy time (name/serial-busy):
+// the wall time less the least time any of the runtime's workers spent
+// preempted on the run queue (schedstat), an upper bound of what the
+// run would take on an idle machine:
 //
 //	go test -run '^$' -bench FibFloor -benchtime 100x ./runtime
 func BenchmarkFibFloor(b *testing.B) {
@@ -94,18 +101,33 @@ type fibLayer struct {
 // BenchmarkFibFloor).
 func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 	want := fibPlain(n)
-	type samples struct{ wall, ratio, cpu []float64 }
+	type samples struct{ wall, ratio, cpu, busy []float64 }
 	s := make([]samples, len(layers))
-	wall, cpu := make([]float64, len(layers)), make([]float64, len(layers))
+	wall, cpu, busy := make([]float64, len(layers)), make([]float64, len(layers)), make([]float64, len(layers))
+	tids := map[*Runtime][]int{}
+	for _, l := range layers {
+		if tids[l.rt] == nil {
+			tids[l.rt] = workerTIDs(b, l.rt)
+		}
+	}
 	round := 0
 	for b.Loop() {
 		for k := range layers {
 			i := (k + round) % len(layers)
 			l := &layers[i]
+			ts := tids[l.rt]
 			err := l.rt.Go(context.Background(), func(c *Ctx) error {
+				w0 := runQueueWaits(ts)
 				c0, t0 := threadCPU(), time.Now()
 				got, err := l.fib(c, n)
 				wall[i], cpu[i] = float64(time.Since(t0)), float64(threadCPU()-c0)
+				// The busy time: wall time less the least time any
+				// worker spent preempted, runnable on the run queue.
+				least := wall[i]
+				for j, w := range runQueueWaits(ts) {
+					least = min(least, float64(w-w0[j]))
+				}
+				busy[i] = wall[i] - least
 				if err == nil && got != want {
 					b.Errorf("%s: fib(%d) = %d, want %d", l.name, n, got, want)
 				}
@@ -119,6 +141,7 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 			s[i].wall = append(s[i].wall, wall[i])
 			s[i].ratio = append(s[i].ratio, wall[i]/wall[0])
 			s[i].cpu = append(s[i].cpu, cpu[i]/cpu[0])
+			s[i].busy = append(s[i].busy, busy[i]/busy[0])
 		}
 		round++
 	}
@@ -131,8 +154,51 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 		b.ReportMetric(median(s[i].ratio), l.name+"/"+base)
 		if l.oneCPU && layers[0].oneCPU {
 			b.ReportMetric(median(s[i].cpu), l.name+"/"+base+"-cpu")
+		} else {
+			b.ReportMetric(median(s[i].busy), l.name+"/"+base+"-busy")
 		}
 	}
+}
+
+// workerTIDs returns the thread id of each of rt's workers, by worker id
+// (a worker's goroutine is locked to its thread).
+func workerTIDs(b *testing.B, rt *Runtime) []int {
+	tids := make([]int, rt.Workers())
+	var seen atomic.Int32
+	for seen.Load() != int32(len(tids)) {
+		g := rt.Group(context.Background())
+		for range 4 * len(tids) {
+			g.Go(func(c *Ctx) error {
+				if tids[c.Worker()] == 0 {
+					tids[c.Worker()] = unix.Gettid()
+					seen.Add(1)
+				}
+				time.Sleep(50 * time.Microsecond) // let the others take some
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return tids
+}
+
+// runQueueWaits returns, for each thread of tids, the time it has spent
+// runnable but waiting for a CPU (the second field of schedstat), in
+// nanoseconds; 0 where it cannot be read.
+func runQueueWaits(tids []int) []int64 {
+	ws := make([]int64, len(tids))
+	for i, tid := range tids {
+		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			ws[i], _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return ws
 }
 
 // median returns the median of v, which it sorts.
