@@ -14,7 +14,8 @@ import (
 )
 
 // BenchmarkFibFloor peels the cost of a Jobs fork into layers, fib(25)
-// per run (121,392 joins), each layer adding one thing to the one before:
+// (121,392 joins) or fib(30) (1,346,268) per run, each layer adding one
+// thing to the one before:
 //
 //	serial    the plain recursion
 //	direct    Jobs' body signature, func(*Ctx, A) (R, error), called directly
@@ -43,9 +44,15 @@ import (
 // preempted on the run queue (schedstat), an upper bound of what the
 // run would take on an idle machine:
 //
-//	go test -run '^$' -bench FibFloor -benchtime 100x ./runtime
+//	go test -run '^$' -bench FibFloor/n=25 -benchtime 100x ./runtime
+//	go test -run '^$' -bench FibFloor/n=30 -benchtime 20x ./runtime
 func BenchmarkFibFloor(b *testing.B) {
-	const n = 25
+	for _, n := range []int{25, 30} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) { benchFibFloor(b, n) })
+	}
+}
+
+func benchFibFloor(b *testing.B, n int) {
 	one, all := benchRuntime(b, 1), benchRuntime(b, 0)
 
 	var fibFunc, fibRemember func(c *Ctx, n int) (int, error)
@@ -57,7 +64,7 @@ func BenchmarkFibFloor(b *testing.B) {
 		y, errY := fibFunc(c, n-2)
 		return x + y, firstErr(errX, errY)
 	}
-	var forks [n + 1]Task // one per depth, as Jobs keeps them
+	var forks [maxFloorN + 1]Task // one per depth, as Jobs keeps them
 	fibRemember = func(c *Ctx, n int) (int, error) {
 		if n < 2 {
 			return n, nil
@@ -266,7 +273,10 @@ func newFibCutoff(rt *Runtime, cutoff int) *Jobs[int, int] {
 	return fib
 }
 
-func fibDirectRemember(c *Ctx, n int, forks *[26]Task) (int, error) {
+// maxFloorN is the largest n of BenchmarkFibFloor.
+const maxFloorN = 30
+
+func fibDirectRemember(c *Ctx, n int, forks *[maxFloorN + 1]Task) (int, error) {
 	if n < 2 {
 		return n, nil
 	}
