@@ -164,10 +164,9 @@ func (w *worker) loop() {
 // lingerFor is how long a worker whose search failed keeps looking, as a
 // spinner, while another worker is busy, before it parks: a busy worker
 // promotes a remembered fork at its next fork once it sees a spinner
-// (promote.go), which a parked worker would learn of only through a
+// (promote.go); a parked worker would learn of it only through a
 // wake-up, some 10–20 µs later (inject_latency_ns of numasteal bench
-// forkjoin), and its search while parked costs the busy worker every fork
-// a promotion. 50 µs measured better than 20 µs and as well as 200 µs
+// forkjoin). 50 µs measured better than 20 µs and as well as 200 µs
 // (BenchmarkFibFloor's two-worker layers). An idle runtime does not
 // linger: nobody runs a task.
 const lingerFor = 50 * time.Microsecond
