@@ -30,7 +30,8 @@ type ForkJoinOptions struct {
 
 // ForkJoinResult holds the medians, in nanoseconds. The JSON names are
 // the ones the fork-join targets are written in (docs/BENCHMARKS.md), so
-// keep them stable.
+// keep them stable. The serial baselines run as tasks of the one-worker
+// runtime, on its pinned thread (onWorker).
 type ForkJoinResult struct {
 	FibN            int     `json:"fib_n"`
 	Workers         int     `json:"workers"`
@@ -56,6 +57,7 @@ type ForkJoinResult struct {
 	// against slices.Sort.
 	SortN        int     `json:"sort_n"`
 	SortSerialNs float64 `json:"sort_serial_ns"`
+	Sort1WNs     float64 `json:"sort_1w_ns"`
 	SortAllNs    float64 `json:"sort_all_ns"`
 }
 
@@ -117,7 +119,14 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 		}
 	}
 	cs := []*contender{
-		{name: "serial", run: func() (int, error) { return fibSerial(o.N), nil }},
+		{name: "serial", timed: func() (float64, error) {
+			var got int
+			ns, err := onWorker(ctx, one, func() { got = fibSerial(o.N) })
+			if err == nil {
+				err = check("serial", got)
+			}
+			return ns, err
+		}},
 		{name: "runtime_1w", run: onRuntime(one)},
 		{name: "runtime_all", run: onRuntime(all)},
 		{name: "goroutines", run: func() (int, error) { return fibGoroutines(o.N), nil }},
@@ -194,7 +203,7 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 	}
 	if o.SortN > 0 {
 		r.SortN = o.SortN
-		r.SortSerialNs, r.SortAllNs = byName("sort_serial"), byName("sort_all")
+		r.SortSerialNs, r.Sort1WNs, r.SortAllNs = byName("sort_serial"), byName("sort_1w"), byName("sort_all")
 	}
 	return r, nil
 }
@@ -289,6 +298,18 @@ func injectLatencyNs(ctx context.Context, rt *runtime.Runtime, n int) (float64, 
 	return median(lat), nil
 }
 
+// onWorker runs f as a task on rt and returns how long f took, measured
+// in the task. The serial baselines run so, on the one-worker runtime's
+// pinned thread, because on a loaded machine a pinned thread waits for
+// its CPU longer than an unpinned one, which moves to whichever CPU is
+// free: a baseline on an unpinned goroutine would make every runtime
+// contender look slower.
+func onWorker(ctx context.Context, rt *runtime.Runtime, f func()) (float64, error) {
+	var ns float64
+	err := rt.Go(ctx, func(*runtime.Ctx) error { ns = timeIt(f); return nil }).Wait()
+	return ns, err
+}
+
 // kernel is a contender of RunForkJoin beyond fib: timed measures one run.
 type kernel struct {
 	name  string
@@ -316,7 +337,11 @@ func forkJoinKernels(ctx context.Context, o ForkJoinOptions, one, all *runtime.R
 		}
 		s1, sAll := btree.NewSum(one), btree.NewSum(all)
 		ks = append(ks,
-			sum("tree_sum_serial", func() (int64, error) { return btree.SumSerial(root), nil }),
+			sum("tree_sum_serial", func() (int64, error) {
+				var r int64
+				err := one.Go(ctx, func(*runtime.Ctx) error { r = btree.SumSerial(root); return nil }).Wait()
+				return r, err
+			}),
 			sum("tree_sum_1w", func() (int64, error) { return s1.Run(ctx, root) }),
 			sum("tree_sum_all", func() (int64, error) { return sAll.Run(ctx, root) }))
 	}
@@ -336,7 +361,10 @@ func forkJoinKernels(ctx context.Context, o ForkJoinOptions, one, all *runtime.R
 			}}
 		}
 		ks = append(ks,
-			sorted("sort_serial", func(s []int) error { slices.Sort(s); return nil }),
+			sorted("sort_serial", func(s []int) error {
+				return one.Go(ctx, func(*runtime.Ctx) error { slices.Sort(s); return nil }).Wait()
+			}),
+			sorted("sort_1w", func(s []int) error { return msort.Sort(ctx, one, s, msort.DefaultGrain) }),
 			sorted("sort_all", func(s []int) error { return msort.Sort(ctx, all, s, msort.DefaultGrain) }))
 	}
 	return ks

@@ -3,17 +3,24 @@ package runtime
 import "context"
 
 // Jobs is fork-join without allocation: a typed task body plus job
-// objects, per worker, one for each nesting depth of this Jobs' Joins on
-// the worker's stack, reused by every Join at that depth instead of
-// allocating closures. Use it for the innermost, finest grained recursion
-// (a task per call of a recursive function): an unpromoted Join
-// (promote.go) is a few plain stores and two calls of fn. Ctx.Join with
-// closures is simpler and costs one or two small allocations per call.
+// objects, per worker, one for each position in the worker's list of
+// remembered forks, reused by every Join there instead of allocating
+// closures. Use it for the innermost, finest grained recursion (a task
+// per call of a recursive function): an unpromoted Join (promote.go) is a
+// few plain loads and stores and two calls of fn. Ctx.Join with closures
+// is simpler and costs one or two small allocations per call.
+//
+// A Join still costs a few nanoseconds, about twice a call of fib: a
+// body that does less than that per call runs several times slower than
+// its serial recursion (BenchmarkFibFloor). Below some size, call the
+// serial function instead (a leaf cutoff, as Cilk's and Spice's users
+// write): with n < 12 calling the serial fib, fib(30) runs within a few
+// percent of the serial recursion on one worker.
 //
 //	var fib *runtime.Jobs[int, int]
 //	fib = runtime.NewJobs(rt, func(c *runtime.Ctx, n int) (int, error) {
-//		if n < 2 {
-//			return n, nil
+//		if n < 12 {
+//			return fibSerial(n), nil
 //		}
 //		a, b, err := fib.Join(c, n-1, n-2)
 //		return a + b, err
@@ -28,30 +35,59 @@ type Jobs[A, R any] struct {
 	local []jobFrames[A, R] // by worker id; each owner only
 }
 
-// jobFrames is one worker's job objects: the Join running at nesting
-// depth d of this Jobs on the worker's stack uses frames[d], free again
-// once that Join returns (a promoted job is waited for before). Padded so
-// two workers' entries do not share a cache line.
+// jobFrames is one worker's job objects, indexed by the position in the
+// worker's list of remembered forks (worker.forks) that a Join of this
+// Jobs takes: frames[k] is used by the Join whose fork is k-th on the
+// list, from its fork until its join, and free again once that fork is
+// forgotten, because its second half then runs as a plain call with its
+// argument in hand. A promoted job that the joiner must wait for leaves
+// its slot to a new job (detach), since other tasks the joiner runs
+// meanwhile fork at the same position. nil entries are made on first
+// use. Padded so two workers' entries do not share a cache line.
 type jobFrames[A, R any] struct {
 	frames []*job[A, R]
-	depth  int
-	_      [96]byte
+	_      [104]byte
 }
 
 // job is one Join's second half: the task the deque holds, its argument
-// and, once it ran, its result.
+// and, once it ran on a thief, its result.
 type job[A, R any] struct {
 	t    Task
 	jobs *Jobs[A, R]
+	k    int // its index in jobs.local[w].frames of the worker that made it
 	arg  A
 	res  R
 }
 
-// runJob runs the job's body for a thief (Task.run calls it).
+// runJob runs the job's body (Task.run calls it for a thief, and
+// unwindForks for a fork a panic left behind).
 func (j *job[A, R]) runJob(c *Ctx) error {
 	var err error
 	j.res, err = j.jobs.fn(c, j.arg)
 	return err
+}
+
+// release clears a job whose Join is over, so that it holds no argument
+// or result alive.
+func (j *job[A, R]) release(*worker) {
+	var zeroA A
+	var zeroR R
+	j.arg, j.res, j.t.group, j.t.err, j.t.joiner = zeroA, zeroR, nil, nil, nil
+}
+
+// detach gives j's slot in w's frames to a new job, for a promoted j
+// that w is about to wait for (jobFrames).
+func (j *job[A, R]) detach(w *worker) {
+	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == j {
+		f[j.k] = nil
+	}
+}
+
+// attach puts j back in its slot of w's frames if no new job took it.
+func (j *job[A, R]) attach(w *worker) {
+	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == nil {
+		f[j.k] = j
+	}
 }
 
 // NewJobs returns a Jobs running fn on rt's workers.
@@ -59,113 +95,102 @@ func NewJobs[A, R any](rt *Runtime, fn func(*Ctx, A) (R, error)) *Jobs[A, R] {
 	return &Jobs[A, R]{rt: rt, fn: fn, local: make([]jobFrames[A, R], len(rt.workers))}
 }
 
-// grow adds a job object for a new deepest nesting level.
-func (f *jobFrames[A, R]) grow(js *Jobs[A, R]) {
-	j := &job[A, R]{jobs: js}
+// newFrame makes the job at position k of w's frames.
+func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
+	f := &js.local[w.id]
+	if k >= len(f.frames) {
+		f.frames = append(f.frames, make([]*job[A, R], k+1-len(f.frames))...)
+	}
+	j := &job[A, R]{jobs: js, k: k}
 	j.t.r = j
 	j.t.join = true
-	f.frames = append(f.frames, j)
+	f.frames[k] = j
+	return j
 }
 
 // Join runs fn(c, a) and fn(c, b), potentially in parallel, exactly as
-// Ctx.Join does, and returns both results and the first error (a panic in
-// either becomes a *PanicError). c must be the Ctx of a task of the same
-// runtime.
+// Ctx.Join does, and returns both results and the first error. A panic in
+// either half, or anywhere below it, unwinds to the outermost Join of the
+// running task, which returns it as a *PanicError (and zero results) once
+// every fork on the way has been joined; see Ctx.Join. c must be the Ctx
+// of a task of the same runtime.
 func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
-	f := &js.local[w.id]
-	d := f.depth
-	if d == len(f.frames) {
-		f.grow(js)
+	if !w.guarded {
+		return js.joinGuarded(c, a, b)
 	}
-	j := f.frames[d]
-	f.depth = d + 1
-	j.arg = b
-	j.t.group = c.t.group
-	// The fork and join repeat Ctx.Join's on purpose: shared as helpers,
-	// which the compiler does not inline, they cost a few ns per fork,
-	// more than the rest of an unpromoted one.
+	// The fork and join are Ctx.Join's; no defer: the outermost Join's
+	// recovers for every Join below it. The frame's lookup is written out
+	// here: a generic helper would not be inlined.
+	k := len(w.forks)
+	var j *job[A, R]
+	if f := js.local[w.id].frames; k < len(f) {
+		j = f[k]
+	}
+	if j == nil {
+		j = js.newFrame(w, k)
+	}
+	j.arg = b // its group is set if it is promoted (promote)
 	w.remember(&j.t)
+	w.offer()
 
-	// One deferred recover covers both halves run here: a defer for each
-	// (callJob) cost about 8 ns per Join, as much as the rest of fib's.
-	// state says which half panicked.
-	state := joinRunningA
-	var errA error
-	defer func() {
-		if state != joinDone {
-			err = js.recovered(c, j, b, state, newPanicError(recover()), errA, &rb)
-			f.depth = d
-		}
-	}()
-	ra, errA = js.fn(c, a)
+	ra, errA := js.fn(c, a)
 
 	var errB error
-	if w.forget(&j.t) {
-		state = joinRunningB
+	if w.forget(k) {
 		rb, errB = js.fn(c, b)
 	} else {
-		state = joinWaiting
 		rb, errB = js.joinPromoted(c, j, b)
 	}
-	state = joinDone
 	var zeroA A
-	j.arg, j.t.group = zeroA, nil
-	f.depth = d
+	j.arg = zeroA
 	return ra, rb, firstErr(errA, errB)
 }
 
-// Where a Jobs.Join is, for its deferred recover.
-const (
-	joinRunningA = iota // fn(a) runs; b is remembered or promoted
-	joinRunningB        // b was forgotten and fn(b) runs inline
-	joinWaiting         // b was promoted; joinPromoted recovers its own panics
-	joinDone
-)
-
-// recovered finishes a Join whose half panicked with pe (state says
-// which) and returns the Join's error: pe, or a's error when b panicked
-// after a failed. When a panicked, b still runs here or is waited for,
-// so the job is free again when Join returns.
-func (js *Jobs[A, R]) recovered(c *Ctx, j *job[A, R], b A, state int, pe *PanicError, errA error, rb *R) error {
-	var err error
-	switch state {
-	case joinRunningA:
-		errA = pe
-		if c.w.forget(&j.t) {
-			err = callJob(c, js.fn, b, rb)
-		} else {
-			*rb, err = js.joinPromoted(c, j, b)
+// joinGuarded is Join for the outermost Join of a task: it recovers a
+// panic in it or in any Join below it (see Ctx.Join).
+func (js *Jobs[A, R]) joinGuarded(c *Ctx, a, b A) (ra, rb R, err error) {
+	w := c.w
+	base := len(w.forks)
+	w.guarded = true
+	done := false
+	defer func() {
+		if !done {
+			ra, rb, err = *new(R), *new(R), w.recoverJoin(c, base, recover())
 		}
-	case joinRunningB:
-		err = pe
-	default:
-		panic("runtime: Jobs.Join: panic while joining a promoted job: " + pe.Error())
-	}
-	var zeroA A
-	j.arg, j.t.group = zeroA, nil
-	return firstErr(errA, err)
+		w.guarded = false
+	}()
+	ra, rb, err = js.Join(c, a, b)
+	done = true
+	return ra, rb, err
 }
 
 // joinPromoted finishes the Join of a promoted job j: runs b here if j
 // is still on the deque, else waits (helping) for the thief.
 func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) {
 	w := c.w
-	for {
-		p := w.dq.Pop()
-		if p == &j.t {
-			err = callJob(c, js.fn, b, &rb)
-			break
+	p := w.dq.Pop()
+	detached := p != &j.t
+	if detached {
+		// Other tasks run here before j is back or done: their Joins must
+		// not reuse j's frame meanwhile.
+		j.detach(w)
+		for p != nil && p != &j.t {
+			w.execute(p)
+			p = w.dq.Pop()
 		}
-		if p == nil {
-			c.waitLatch(&j.t)
-			rb, err = j.res, j.t.err
-			break
-		}
-		w.execute(p)
+	}
+	if p == &j.t {
+		rb, err = js.fn(c, b)
+	} else {
+		c.waitLatch(&j.t)
+		rb, err = j.res, j.t.err
 	}
 	var zeroR R
-	j.res, j.t.err, j.t.joiner = zeroR, nil, nil
+	j.res, j.t.err, j.t.joiner, j.t.group = zeroR, nil, nil, nil
+	if detached {
+		j.attach(w)
+	}
 	return rb, err
 }
 
@@ -179,18 +204,4 @@ func (js *Jobs[A, R]) Run(ctx context.Context, arg A) (R, error) {
 		return err
 	}).Wait()
 	return r, err
-}
-
-// callJob runs fn inline, turning a panic into an error. recover is called
-// only when fn did not return, so the common path pays for no gorecover.
-func callJob[A, R any](c *Ctx, fn func(*Ctx, A) (R, error), arg A, res *R) (err error) {
-	done := false
-	defer func() {
-		if !done {
-			err = newPanicError(recover())
-		}
-	}()
-	*res, err = fn(c, arg)
-	done = true
-	return err
 }

@@ -3,14 +3,24 @@ package runtime
 import goruntime "runtime"
 
 // Join runs a and b, potentially in parallel, and returns when both are
-// done: the first non-nil of a's and b's errors (a panic in either becomes
-// a *PanicError). b is remembered, not published (promote.go): a runs at
-// once, and unless a thief could use b meanwhile (some worker searching
-// or parked while this worker's deque is empty), b then runs as a plain
-// call on this Ctx. A promoted b is on the deque: this worker takes it
-// back if no thief did, else helps with other work until the thief
-// finishes it. Both see the caller's Ctx when run here; a stolen b gets
-// its own.
+// done: the first non-nil of a's and b's errors. b is remembered, not
+// published (promote.go): a runs at once, and unless a thief could use b
+// meanwhile (some worker searching or parked while this worker's deque is
+// empty), b then runs as a plain call on this Ctx. A promoted b is on the
+// deque: this worker takes it back if no thief did, else helps with other
+// work until the thief finishes it. Both see the caller's Ctx when run
+// here; a stolen b gets its own. A nil a or b does nothing.
+//
+// Panics. A panic in a or b run here, or in any Join below them, unwinds
+// the goroutine's frames, deferred calls included, up to the outermost
+// Join of the running task (the first Join of a task's body, or of a
+// stolen half), which recovers it: it joins every fork the panic left
+// behind, running each second half that has not run, so that every half
+// still runs exactly once, and returns the panic as a *PanicError. The
+// Joins in between do not return. A panic in a stolen half is recovered
+// on the thief and returned by its own Join as a *PanicError. One deferred
+// recover per task's outermost Join, instead of one per Join, keeps the
+// defer off the fork's fast path.
 //
 // Closures that capture variables escape to the heap here, because b may
 // run on another goroutine: the closure form costs an allocation or two
@@ -18,23 +28,36 @@ import goruntime "runtime"
 // and allocates nothing.
 func (c *Ctx) Join(a, b Func) error {
 	w := c.w
+	if !w.guarded {
+		return c.joinGuarded(a, b)
+	}
 	t := w.newTask()
-	t.Fn, t.group, t.join = b, c.t.group, true
-	w.remember(t)
+	t.Fn, t.join = b, true // its group is set if it is promoted (promote)
+	k := w.remember(t)
+	w.offer()
 
-	errA := c.call(a)
+	var errA error
+	if a != nil {
+		errA = a(c)
+	}
 
-	if w.forget(t) {
-		t.Fn, t.group, t.join = nil, nil, false
+	if w.forget(k) {
+		t.Fn, t.join = nil, false
 		w.free = append(w.free, t) // only these were set: t is clean again
-		return firstErr(errA, c.call(b))
+		if b == nil {
+			return errA
+		}
+		return firstErr(errA, b(c))
 	}
 	// Promoted: take b back unless it was stolen. Tasks that a spawned
 	// without waiting for them sit above b in the deque: run them first.
 	for {
 		p := w.dq.Pop()
 		if p == t {
-			errB := c.call(b)
+			var errB error
+			if b != nil {
+				errB = b(c)
+			}
 			w.freeTask(t)
 			return firstErr(errA, errB)
 		}
@@ -47,6 +70,89 @@ func (c *Ctx) Join(a, b Func) error {
 	errB := t.err
 	w.freeTask(t)
 	return firstErr(errA, errB)
+}
+
+// joinGuarded is Join for the outermost Join of a task: it recovers a
+// panic in it or in any Join below it.
+func (c *Ctx) joinGuarded(a, b Func) (err error) {
+	w := c.w
+	base := len(w.forks)
+	w.guarded = true
+	done := false
+	defer func() {
+		if !done {
+			err = w.recoverJoin(c, base, recover())
+		}
+		w.guarded = false
+	}()
+	err = c.Join(a, b)
+	done = true
+	return err
+}
+
+// recoverJoin finishes the outermost Join of a task after a panic with
+// value v, on its way up, and returns the Join's error: v as a
+// *PanicError. Every fork above base on w's list (base: the list's length
+// when that Join began) is a Join the panic unwound before its join; each
+// is joined here, youngest first (unwindForks). Owner only.
+func (w *worker) recoverJoin(c *Ctx, base int, v any) error {
+	pe := newPanicError(v) // the stack is still the panicking one's
+	w.unwindForks(c, base)
+	return pe
+}
+
+// unwindForks joins the forks above base on w's list that a panic left
+// behind, youngest first, as their Joins would have: a remembered one
+// runs here, a promoted one is taken back from the deque and run, or
+// waited for (helping) if a thief has it. Results and errors are dropped
+// (the panic is the Join's error), and so are the panics of the halves
+// run here; a panic there leaves forks of its own above base, which the
+// loop joins in turn. Runs guarded, so the Joins of the halves it runs
+// install no guard of their own. Owner only.
+func (w *worker) unwindForks(c *Ctx, base int) {
+	for len(w.forks) > base {
+		k := len(w.forks) - 1
+		t := w.forks[k]
+		promoted := !w.forget(k)
+		if t.r != nil {
+			// The halves run here fork at position k too: their Joins
+			// must not reuse t's job while it is joined here.
+			t.r.detach(w)
+		}
+		if promoted {
+			for {
+				p := w.dq.Pop()
+				if p == t {
+					c.runLost(t)
+					break
+				}
+				if p == nil {
+					c.waitLatch(t) // stolen
+					break
+				}
+				w.execute(p)
+			}
+		} else {
+			c.runLost(t)
+		}
+		if t.r != nil {
+			t.r.release(w)
+		} else {
+			w.freeTask(t)
+		}
+	}
+}
+
+// runLost runs the body of t, a fork whose Join a panic unwound, and drops
+// its error and any panic of its own.
+func (c *Ctx) runLost(t *Task) {
+	defer func() { _ = recover() }()
+	switch {
+	case t.r != nil:
+		_ = t.r.runJob(c)
+	case t.Fn != nil:
+		_ = t.Fn(c)
+	}
 }
 
 // waitLatch helps with other work until the stolen Join job t finishes.
@@ -69,22 +175,6 @@ func (c *Ctx) waitLatch(t *Task) {
 		w.park(t.latch.isSet)
 	}
 	w.leaveHelping()
-}
-
-// call runs fn inline on the caller's Ctx, turning a panic into an error.
-func (c *Ctx) call(fn Func) (err error) {
-	if fn == nil {
-		return nil
-	}
-	done := false
-	defer func() {
-		if !done { // recover only on a panic; see Task.run
-			err = newPanicError(recover())
-		}
-	}()
-	err = fn(c)
-	done = true
-	return err
 }
 
 func firstErr(a, b error) error {

@@ -60,49 +60,80 @@ package runtime
 // oldest remembered fork, so the promoted forks are always a prefix of
 // the list, forks[:forkBase], and the deque holds them in the same
 // order, the youngest at its bottom: the join of a promoted fork pops the
-// deque exactly as an eager join did.
+// deque exactly as an eager join did. A fork's position in the list also
+// names the job object a Jobs.Join uses (jobFrames in jobs.go), so an
+// unpromoted fork costs no bookkeeping beyond the list.
+//
+// Panics. No Join below a task's outermost one defers a recover (a
+// deferred call costs about 6 ns per Join, more than the rest of the
+// fork): a panic unwinds to the outermost, whose recover joins the forks
+// the panic left on the list above its own start (unwindForks in
+// join.go), so every remembered or promoted half still runs exactly once
+// and no promoted job is abandoned to a thief. worker.guarded says whether
+// such a Join is on the stack; Task.run clears it for the tasks a helping
+// wait runs, whose panics stop at their own Task.run.
 //
 // Rejected designs. (1) A ticker goroutine setting a per-worker heartbeat
-// flag (Spice): it wakes 10,000 times a second even when the runtime is
-// idle (TestIdleRuntimeUsesNoCPU), and an idle worker still waits up to a
-// beat. (2) The worker's coarse clock read every k forks (a countdown,
-// then time.Since): a thief that ran out would wait for the next beat
-// while the demand signal answers at the next fork. This is argued, not
-// measured: that variant has not been built. (3) Promoting the fork being
-// made rather than the oldest (lazy task creation's youngest-first): the
-// thief gets the smallest piece and comes back soon. (4) Making closures
+// flag every 100 µs, which the next fork clears and promotes (Spice): the
+// fork's test is the same one load, but the ticker wakes 10,000 times a
+// second even when the runtime is idle (TestIdleRuntimeUsesNoCPU), and an
+// idle worker waits up to a beat. Measured against the demand test on two
+// CPUs (fib(30), Jobs, 8 processes alternating the two builds, medians of
+// ratios to serial): one worker 3.51x -> 3.82x serial in thread CPU time
+// (the ticker's thread shares the CPUs), two workers 1.93x -> 2.65x.
+// (2) The worker's coarse clock read every k forks (a countdown, then
+// time.Since): the countdown is one more load and store per fork, and a
+// thief that ran out would wait for the next beat while the demand signal
+// answers at the next fork; not built, as (1) already loses to demand.
+// (3) Promoting the fork being made rather than the oldest (lazy task
+// creation's youngest-first): the thief gets the smallest piece and comes
+// back soon. (4) Making closures
 // stay on the stack while remembered: a promoted fork runs on another
 // goroutine's stack, so its closure must be on the heap, and escape
 // analysis decides that for every call, promoted or not; Jobs carries the
 // argument in a recycled job object instead and allocates nothing.
 
 // remember records t, the second half of a Join, as w's youngest
-// remembered fork, and promotes the oldest remembered fork when a thief
-// could use it. The caller sets t's body and group first. Owner only.
-func (w *worker) remember(t *Task) {
+// remembered fork and returns its index in w.forks, for forget; offer
+// follows it. The caller sets t's body and group first. Owner only;
+// inlined.
+func (w *worker) remember(t *Task) int {
+	k := len(w.forks)
 	w.forks = append(w.forks, t)
 	w.cnt.forks++
+	return k
+}
+
+// offer promotes w's oldest remembered fork when a thief could use it:
+// called after each remember. A function of its own so that both are
+// inlined (a call out of line, promote's, costs most of an inlinable
+// function's budget). Owner only.
+func (w *worker) offer() {
 	if w.rt.sched.v.Load() != 0 { // a worker spins or is parked
 		w.promote()
 	}
 }
 
-// forget removes t, which must be w's youngest remembered fork, at its
-// join, and reports whether it was still only remembered (so the caller
-// runs it inline); false means it was promoted and is on the deque or
-// stolen. Owner only.
-func (w *worker) forget(t *Task) bool {
-	n := len(w.forks) - 1
-	if n < 0 || w.forks[n] != t {
-		panic("runtime: Join: remembered forks out of order (a Ctx used outside its call?)")
+// forget removes w's youngest remembered fork, remembered at index k, at
+// its join, and reports whether it was still only remembered (so the
+// caller runs it inline); false means it was promoted and is on the
+// deque or stolen. The slot keeps its stale pointer: nothing reads past
+// len(w.forks), and the task is the caller's to recycle. Owner only;
+// inlined.
+func (w *worker) forget(k int) bool {
+	if len(w.forks) != k+1 {
+		forksOutOfOrder()
 	}
-	w.forks[n] = nil
-	w.forks = w.forks[:n]
-	if n < w.forkBase {
-		w.forkBase = n // t was promoted, and so were all older ones
+	w.forks = w.forks[:k]
+	if k < w.forkBase {
+		w.forkBase = k // it was promoted, and so were all older ones
 		return false
 	}
 	return true
+}
+
+func forksOutOfOrder() {
+	panic("runtime: Join: remembered forks out of order (a Ctx used outside its call?)")
 }
 
 // promote pushes w's oldest remembered fork onto its deque if the deque
@@ -112,11 +143,29 @@ func (w *worker) promote() {
 		return
 	}
 	t := w.forks[w.forkBase]
+	t.group = w.groupOf(w.forkBase)
 	w.forkBase++
 	t.joiner = w
 	t.latch.reset()
 	w.cnt.promoted++
 	w.push(t) // stamps t.born, counts it spawned, notifies
+}
+
+// forkSeg is one entry of worker.segs.
+type forkSeg struct {
+	base  int
+	group *Group
+}
+
+// groupOf returns the group of the task that made remembered fork k: the
+// group a promoted fork runs in. Owner only.
+func (w *worker) groupOf(k int) *Group {
+	for i := len(w.segs) - 1; i >= 0; i-- {
+		if w.segs[i].base <= k {
+			return w.segs[i].group
+		}
+	}
+	panic("runtime: a remembered fork outside any task")
 }
 
 // wantsSplit reports whether a thief could use work split off now: some

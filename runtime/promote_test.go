@@ -75,3 +75,66 @@ func TestPromotedForksRunOnceWithPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicUnwindsToOutermostJoin checks the panic path of Joins below a
+// task's outermost one: the panic unwinds the Joins in between (their
+// deferred calls run, the code after them does not), every half still
+// runs exactly once, including halves that panic again while the
+// outermost Join joins what the first panic left behind, and the worker's
+// list and guard are clean afterwards, so the next task's Joins recover
+// their own panics.
+func TestPanicUnwindsToOutermostJoin(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1})
+	const leaves = 64
+	runs := make([]atomic.Int32, leaves)
+	var deferred, after atomic.Int32
+	var jobs *Jobs[[2]int, int]
+	jobs = NewJobs(rt, func(c *Ctx, r [2]int) (int, error) {
+		if r[1]-r[0] == 1 {
+			runs[r[0]].Add(1)
+			if r[0] == 5 || r[0] == 40 || r[0] == 41 {
+				panic(r[0])
+			}
+			return 1, nil
+		}
+		defer deferred.Add(1)
+		mid := (r[0] + r[1]) / 2
+		var a, b int
+		var err error
+		if r[1]-r[0] == 16 { // a Ctx.Join level between Jobs levels
+			err = c.Join(
+				func(c *Ctx) error { var e error; a, e = jobs.fn(c, [2]int{r[0], mid}); return e },
+				func(c *Ctx) error { var e error; b, e = jobs.fn(c, [2]int{mid, r[1]}); return e })
+		} else {
+			a, b, err = jobs.Join(c, [2]int{r[0], mid}, [2]int{mid, r[1]})
+		}
+		after.Add(1)
+		return a + b, err
+	})
+	_, err := jobs.Run(context.Background(), [2]int{0, leaves})
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Value != 5 {
+		t.Fatalf("Run = %v, want the first leaf's panic (5) as a *PanicError", err)
+	}
+	requireRanOnce(t, runs)
+	if d := deferred.Load(); d != leaves-1 {
+		t.Errorf("%d deferred calls ran, want one per inner node (%d)", d, leaves-1)
+	}
+	if a := after.Load(); a >= leaves-1 {
+		t.Errorf("code after a Join ran %d times: the panic should have skipped it on its way up", a)
+	}
+	err = rt.Go(context.Background(), func(c *Ctx) error {
+		w := c.w
+		if len(w.forks) != 0 || w.forkBase != 0 || w.guarded {
+			t.Errorf("after the panic: %d forks, base %d, guarded %v", len(w.forks), w.forkBase, w.guarded)
+		}
+		err := c.Join(nil, func(*Ctx) error { panic("again") })
+		if !errors.As(err, &pe) || pe.Value != "again" {
+			t.Errorf("next task's Join = %v, want its own panic", err)
+		}
+		return nil
+	}).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

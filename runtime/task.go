@@ -47,8 +47,13 @@ type Task struct {
 	done   doneFlag
 }
 
-// jobRunner is implemented by the job objects of Jobs.
-type jobRunner interface{ runJob(c *Ctx) error }
+// jobRunner is implemented by the job objects of Jobs: runJob runs the
+// body, detach and release are jobFrames' bookkeeping (jobs.go).
+type jobRunner interface {
+	runJob(c *Ctx) error
+	detach(w *worker)
+	release(w *worker)
+}
 
 // Done reports whether a task submitted with Spawn has reported its outcome.
 func (t *Task) Done() bool { return t.done.get() }
@@ -95,8 +100,15 @@ var ErrClosed = errors.New("runtime: closed")
 
 // run executes t's body on the calling worker and returns its outcome and
 // error. The deferred recover keeps the worker alive through a panic.
+//
+// A task's body starts unguarded: its outermost Join recovers the panics
+// of the Joins below it (Ctx.Join), so a task run while a Join of another
+// waits must not count on that Join's guard, which its panic would skip.
 func (t *Task) run(w *worker) (o outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
+	guarded := w.guarded
+	w.guarded = false
+	w.segs = append(w.segs, forkSeg{base: len(w.forks), group: t.group})
 	done := false
 	defer func() {
 		// recover only when the body did not return: a recover call on
@@ -104,6 +116,10 @@ func (t *Task) run(w *worker) (o outcome, err error) {
 		if !done {
 			o, err = panicked, newPanicError(recover())
 		}
+		w.guarded = guarded
+		n := len(w.segs) - 1
+		w.segs[n] = forkSeg{}
+		w.segs = w.segs[:n]
 	}()
 	switch {
 	case t.r != nil:

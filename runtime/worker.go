@@ -5,6 +5,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/balance"
@@ -60,6 +61,16 @@ type worker struct {
 	// have been promoted to the deque.
 	forks    []*Task
 	forkBase int
+	// segs says whose the remembered forks are: one entry per task
+	// running on this goroutine's stack (Task.run), innermost last, with
+	// the list length when it started and its group; forks[k] belongs to
+	// the last entry whose base is at most k. A fork's group is needed
+	// only once it is promoted, so promote looks it up here instead of
+	// every fork storing it.
+	segs []forkSeg
+	// guarded: an outermost Join of the running task is on the stack and
+	// recovers panics for the Joins below it (Ctx.Join).
+	guarded bool
 
 	// The coarse clock and periodic balancing (periodic.go).
 	now        int64 // ns since the runtime started, as of the last clock read
@@ -155,7 +166,49 @@ func (w *worker) loop() {
 			w.fold()
 			return
 		}
+		if w.linger() {
+			continue
+		}
 		w.park(rt.isClosing)
+	}
+}
+
+// lingerFor is how long a worker whose search failed keeps looking, as a
+// spinner, while another worker is busy, before it parks: a busy worker
+// promotes a remembered fork at its next fork once it sees a spinner
+// (promote.go); a parked worker would learn of it only through a
+// wake-up, some 10–20 µs later (inject_latency_ns of numasteal bench
+// forkjoin). 50 µs measured better than 20 µs and as well as 200 µs
+// (BenchmarkFibFloor's two-worker layers). An idle runtime does not
+// linger: nobody runs a task.
+const lingerFor = 50 * time.Microsecond
+
+// linger waits up to lingerFor for work to appear in some queue while w
+// is a spinner and another worker runs a task, and reports whether it
+// saw some (the caller then searches again). Owner only.
+func (w *worker) linger() bool {
+	rt := w.rt
+	if !w.spinning {
+		return false
+	}
+	var deadline time.Time
+	for i := 0; ; i++ {
+		if s, idle := rt.sched.load(); int(s+idle) >= len(rt.workers) {
+			return false // nobody runs a task
+		}
+		for _, v := range rt.workers {
+			if v.hasLocalWork() {
+				return true
+			}
+		}
+		if i%64 == 0 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(lingerFor)
+			} else if now.After(deadline) {
+				return false
+			}
+		}
 	}
 }
 

@@ -54,6 +54,7 @@ func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 	if r.SortN > 0 {
 		fmt.Fprintf(stdout, "\nmerge sort, %d ints (Ctx.Join)\n", r.SortN)
 		fmt.Fprintf(stdout, "%-34s %12.2fms %9.2fx\n", "slices.Sort", r.SortSerialNs/1e6, 1.0)
+		fmt.Fprintf(stdout, "%-34s %12.2fms %9.2fx\n", "numasteal, 1 worker", r.Sort1WNs/1e6, r.Sort1WNs/r.SortSerialNs)
 		fmt.Fprintf(stdout, "%-34s %12.2fms %9.2fx\n", fmt.Sprintf("numasteal, %d workers", r.Workers), r.SortAllNs/1e6, r.SortAllNs/r.SortSerialNs)
 	}
 	fmt.Fprintf(stdout, "\n%-34s %12.1fns\n", "local spawn+join (Ctx.Join)", r.SpawnJoinNs)
