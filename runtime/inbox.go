@@ -49,16 +49,22 @@ func (b *inbox) pop() *Task {
 		return nil
 	}
 	b.mu.Lock()
-	if b.n == 0 {
-		b.mu.Unlock()
-		return nil
+	var t *Task
+	if b.n > 0 {
+		t = b.takeLocked()
 	}
+	b.mu.Unlock()
+	return t
+}
+
+// takeLocked removes and returns the oldest task; b.mu is held and the
+// inbox is not empty.
+func (b *inbox) takeLocked() *Task {
 	t := b.q[b.head]
 	b.q[b.head] = nil
 	b.head = (b.head + 1) % len(b.q)
 	b.n--
 	b.size.Store(int64(b.n))
-	b.mu.Unlock()
 	return t
 }
 
@@ -80,15 +86,10 @@ func (b *inbox) popOf(g *Group) *Task {
 		return nil
 	}
 	b.mu.Lock()
-	if b.n == 0 || b.q[b.head].group != g {
-		b.mu.Unlock()
-		return nil
+	var t *Task
+	if b.n > 0 && b.q[b.head].group == g {
+		t = b.takeLocked()
 	}
-	t := b.q[b.head]
-	b.q[b.head] = nil
-	b.head = (b.head + 1) % len(b.q)
-	b.n--
-	b.size.Store(int64(b.n))
 	b.mu.Unlock()
 	return t
 }
