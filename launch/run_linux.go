@@ -113,31 +113,13 @@ func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer
 		slot.conn.Send(NewMsg("exec"))
 		return execDirect(progName, prog, argv, env, stderr)
 	}
-	signals := notifySignals()
-	select {
-	case sig := <-signals.ch:
-		// Stopped before anything ran: end as the signal asks.
-		slot.conn.Close()
-		dieBySignal(sig.(syscall.Signal))
-	default:
-	}
-	start := time.Now()
-	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
-		Env:   env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
+	st, wall, started, err := runChild(prog, argv, env, slot.conn)
 	if err != nil {
 		slot.conn.Close()
 		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
-		return 127
-	}
-	stop := signals.forward(proc)
-	st, err := proc.Wait()
-	stop()
-	if err != nil {
-		slot.conn.Close()
-		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+		if !started {
+			return 127
+		}
 		return 1
 	}
 	ws := st.Sys().(syscall.WaitStatus)
@@ -148,7 +130,7 @@ func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer
 	// The report is best effort, and needs no answer: a daemon gone
 	// meanwhile only loses the measurement; the command ran, exactly once.
 	slot.conn.Send(NewMsg("done", "rss_kib", strconv.FormatInt(rssKiB, 10),
-		"wall_us", strconv.FormatInt(time.Since(start).Microseconds(), 10),
+		"wall_us", strconv.FormatInt(wall.Microseconds(), 10),
 		"status", strconv.Itoa(ws.ExitStatus())))
 	slot.conn.Close()
 	if ws.Signaled() {
@@ -191,29 +173,13 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 	if os.Getenv("DISTCC_LOG") == "" {
 		env = withEnv(env, "DISTCC_LOG", os.DevNull)
 	}
-	signals := notifySignals()
-	select {
-	case sig := <-signals.ch:
-		s.conn.Close()
-		dieBySignal(sig.(syscall.Signal))
-	default:
-	}
-	start := time.Now()
-	proc, err := os.StartProcess(distcc, append([]string{distcc}, argv...), &os.ProcAttr{
-		Env:   env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
-	if err != nil {
+	st, wall, started, err := runChild(distcc, append([]string{distcc}, argv...), env, s.conn)
+	if err != nil && !started {
 		// Nothing ran: the lease goes back unused, the compile runs here.
-		signal.Stop(signals.ch)
 		s.conn.Close()
 		fmt.Fprintf(stderr, "%s: %v; compiling locally\n", progName, err)
 		return 0, true
 	}
-	stop := signals.forward(proc)
-	st, err := proc.Wait()
-	stop()
 	if err != nil {
 		s.conn.Close()
 		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
@@ -225,7 +191,7 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 	if ws.Signaled() && crashSignal(ws.Signal()) {
 		fault, status = true, 128+int(ws.Signal())
 	}
-	done := NewMsg("done", "wall_us", strconv.FormatInt(time.Since(start).Microseconds(), 10),
+	done := NewMsg("done", "wall_us", strconv.FormatInt(wall.Microseconds(), 10),
 		"status", strconv.Itoa(status))
 	if fault {
 		done.Fields = append(done.Fields, Field{Key: "remote_fault", Value: "1"})
@@ -375,4 +341,33 @@ func localBuild(build string) string {
 		build = "pid-" + strconv.Itoa(os.Getppid())
 	}
 	return build
+}
+
+// runChild forks prog argv with env from the launcher's pinned thread,
+// with its descriptors 0, 1 and 2, Pdeathsig SIGKILL, and the ending
+// signals the launcher receives forwarded, and waits for it. A signal
+// caught before the fork ends the launcher as the signal asks (conn is
+// closed first: nothing ran). started is false when the fork failed.
+func runChild(prog string, argv, env []string, conn *Conn) (st *os.ProcessState, wall time.Duration, started bool, err error) {
+	signals := notifySignals()
+	select {
+	case sig := <-signals.ch:
+		conn.Close()
+		dieBySignal(sig.(syscall.Signal))
+	default:
+	}
+	start := time.Now()
+	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
+		Env:   env,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		signal.Stop(signals.ch)
+		return nil, 0, false, err
+	}
+	stop := signals.forward(proc)
+	st, err = proc.Wait()
+	stop()
+	return st, time.Since(start), true, err
 }
