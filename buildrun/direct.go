@@ -29,8 +29,8 @@ var shellWords = map[string]bool{
 // line: no expansion, operator, redirection, glob or comment
 // (buildgraph.SplitWords), no assignment before the command, and a first
 // word that is not a built-in or reserved word. ok is false when the line
-// needs sh -c. Running it directly saves a shell's start per task (about
-// a millisecond of CPU on a small VM) with the same outcome.
+// needs sh -c. Running it directly saves a shell's start per task, with the
+// same outcome.
 func directArgv(line string) (argv []string, ok bool) {
 	words, err := buildgraph.SplitWords(line)
 	if err != nil || len(words) == 0 || words[0] == "" {

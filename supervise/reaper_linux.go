@@ -115,7 +115,7 @@ func reapPid(pid int) bool {
 // reaper (find_new_reaper, find_alive_thread), the thread-group leader
 // while it lives, and Go's main thread lives as long as the process: so
 // one file, /proc/self/task/PID/children, lists them, not one per thread
-// (a read each, a millisecond's fraction per task ended). When the leader
+// (a read each, for every task ended). When the leader
 // has none to read, every thread's file is read; where the kernel lacks
 // CONFIG_PROC_CHILDREN, /proc is scanned for PPid.
 func children() []int {
