@@ -13,13 +13,15 @@
 //     cycles (named in order, "cycle: a -> b -> c -> a"), undeclared pools.
 //   - programs.go: [Graph.CheckPrograms], which finds a missing compiler
 //     before anything runs.
-//   - scheduler.go, priority.go, readyq.go: the [Scheduler], which hands out
+//   - scheduler.go, priority.go, readyset.go, readyq.go, unmet.go: the
+//     [Scheduler], which hands out
 //     ready tasks in critical-path order (longest remaining chain first, as
 //     ninja 1.12 does) while never exceeding the CPU-slot, memory and pool
 //     limits, and which turns completions into one [Outcome] per task:
 //     dependents of a failure are Skipped, and without keep-going the rest
-//     are NotRun. Its cost per task does not grow with the graph (heaps of
-//     ready tasks, counters for Progress).
+//     are NotRun. Its cost per task does not grow with the graph: tasks are
+//     numbered in scheduling order, the ready ones are a bitmap tree whose
+//     first member goes next, and Progress reads counters.
 //   - history.go, history_format.go: [History], the durations of earlier
 //     runs that weight the critical path, bounded by [History.Retain].
 //   - trace.go: [TraceWriter], a Chrome Trace Event writer (one track per

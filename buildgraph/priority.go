@@ -49,32 +49,33 @@ func weights(g *Graph, h *History) (w []int64, timed bool) {
 }
 
 // priorities computes critical-path priorities for an acyclic graph given
-// each task's dependents. It walks the tasks in reverse topological order
-// (Kahn's algorithm on the dependents edges), so it is linear in the size
-// of the graph.
-func priorities(w []int64, deps, dependents [][]int) []int64 {
+// each task's dependencies and its dependents (those of i are
+// on[off[i]:off[i+1]], as dependentsOf packs them). It walks the tasks in
+// reverse topological order (Kahn's algorithm on the dependents edges), so
+// it is linear in the size of the graph.
+func priorities(w []int64, deps [][]int, off, on []int32) []int64 {
 	n := len(w)
 	prio := make([]int64, n)
 	// pending[i] counts dependents of i whose priority is not known yet.
-	pending := make([]int, n)
-	queue := make([]int, 0, n)
+	pending := make([]int32, n)
+	queue := make([]int32, 0, n)
 	for i := range n {
-		pending[i] = len(dependents[i])
+		pending[i] = off[i+1] - off[i]
 		if pending[i] == 0 {
-			queue = append(queue, i)
+			queue = append(queue, int32(i))
 		}
 	}
 	for len(queue) > 0 {
 		i := queue[0]
 		queue = queue[1:]
 		var best int64
-		for _, d := range dependents[i] {
+		for _, d := range on[off[i]:off[i+1]] {
 			best = max(best, prio[d])
 		}
 		prio[i] = w[i] + best
 		for _, p := range deps[i] {
 			if pending[p]--; pending[p] == 0 {
-				queue = append(queue, p)
+				queue = append(queue, int32(p))
 			}
 		}
 	}

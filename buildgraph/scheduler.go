@@ -1,12 +1,15 @@
 package buildgraph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,47 +59,76 @@ type Limits struct {
 // reported, every task left gets NotRun (or Canceled, after Cancel) and
 // Finished becomes true. Each task gets exactly one Outcome.
 //
-// Cost. Handing out a task and reporting it cost O(log n) in the number of
-// ready tasks, and Progress O(1) in the number of tasks (O(pools)): ready
-// tasks wait in one heap per pool (readyq), the progress figures are kept
-// as counters, and PathLeft is the top of a heap of the running tasks. The
-// tasks' state sits behind one mutex, held for a few hundred nanoseconds a
-// call: a process runner forks thousands of times slower, so a finer lock
-// would buy nothing measurable (docs/BENCHMARKS.md, "Build scheduler scale").
+// Cost. Handing out a task and reporting it cost O(log₆₄ n) plus the
+// task's dependents, and Progress O(pools), whatever the number of tasks:
+// NewScheduler numbers the tasks in scheduling order (by pool, then
+// priority, then graph order), so that the ready tasks of a pool are the
+// members of a range of one bitmap tree (readySet) and the next task is its
+// first member; the Scheduler's arrays are indexed by that number, so a
+// build walks them front to back whatever order its graph lists tasks in;
+// Complete finds a task's number in a small cache of the tasks handed out,
+// else in the Task, where NewScheduler records it; and a waiting task's
+// count of unmet dependencies is a byte. The progress figures are counters, and
+// PathLeft is the top of a heap of the running tasks. The state sits
+// behind one mutex, held well under a microsecond a call: a process runner
+// forks thousands of times slower, so a finer lock would buy nothing
+// measurable (docs/BENCHMARKS.md, "Build scheduler scale").
 type Scheduler struct {
-	g      *Graph
-	lim    Limits
-	index  map[*Task]int
-	weight []int64 // critical-path weights (priority.go)
-	prio   []int64
-	timed  bool // weights are milliseconds from a History
-	now    func() time.Time
-	// depOff and depOn hold the dependents of each task: those of task i
-	// are depOn[depOff[i]:depOff[i+1]].
+	g     *Graph
+	lim   Limits
+	timed bool // weights are milliseconds from a History
+	// base is the clock's origin: node times are nanoseconds after it, read
+	// by since (one monotonic clock read).
+	base  time.Time
+	since func() int64
+
+	// Positions. tasks[x] is the task at position x of the scheduling
+	// order; every array below is indexed by position. The dependents of
+	// position x are at depOn[depOff[x]:depOff[x+1]].
+	tasks         []*Task
 	depOff, depOn []int32
-	// Pools by number: 0 is "no pool", then Graph.Pools in name order.
+	// Pools by number: 0 is "no pool", then Graph.Pools in name order. The
+	// tasks of pool p hold positions poolStart[p] to poolStart[p+1]-1.
 	poolName  []string
 	poolDepth []int
+	poolStart []int32
 	// maxSlots and maxMem are the largest Slots and MemMB of any task: with
 	// that much free, every task fits and Next looks at no task's needs.
 	maxSlots, maxMem int
+	// byTask finds the position of a task whose recorded position belongs
+	// to another Scheduler over a graph that shares it (position).
+	byTaskOnce sync.Once
+	byTask     map[*Task]int32
 
 	mu    sync.Mutex
 	nodes []node
-	// ready holds the ready tasks, one heap per pool number.
-	ready      []readyq
-	nready     int    // tasks in state ready
-	waiting    int    // tasks in state waiting
-	running    int    // tasks in state running
-	runq       readyq // running tasks, and finished ones not yet pruned from the top
-	workLeft   int64  // summed weight of the tasks without an outcome
+	// recent maps a hash of each task lately handed out to the task and
+	// its position (a direct-mapped cache, 2^k entries), so that Complete
+	// finds a running task without reading the Task: a caller that has not
+	// touched it since (a runner that starts nothing) would pay a cache
+	// miss for that read in a large graph. A colliding task falls back to
+	// the position recorded in the Task.
+	recent     []recentEntry
+	recentSeed maphash.Seed
+	// unmet counts the dependencies of each waiting task that have not
+	// succeeded yet, a byte a task, so that the counters of a million
+	// tasks, which a random graph's completions reach at random, take 1 MiB
+	// of cache and not 4. A task with unmetSkipped or more dependencies
+	// has unmetMany there and its count in bigUnmet (unmet.go).
+	unmet      []uint8
+	bigUnmet   map[int32]int32
+	ready      readySet // positions of the ready tasks
+	nready     int      // ready tasks
+	waiting    int      // tasks waiting on a dependency
+	running    int      // tasks in state running
+	runq       readyq   // running tasks, and finished ones not yet pruned from the top
+	workLeft   int64    // summed weight of the tasks without an outcome
 	slotsUsed  int
 	memUsed    int
 	poolUsed   []int // by pool number
-	scratch    []int32
-	stopped    bool // hand out nothing more
-	canceled   bool // stopped by Cancel or a Canceled task
-	finished   bool // every task has an outcome
+	stopped    bool  // hand out nothing more
+	canceled   bool  // stopped by Cancel or a Canceled task
+	finished   bool  // every task has an outcome
 	changed    chan struct{}
 	doneCounts [NumOutcomes]int
 }
@@ -104,17 +136,23 @@ type Scheduler struct {
 type nodeState uint8
 
 const (
-	stateWaiting nodeState = iota
-	stateReady
+	stateWaiting nodeState = iota // waiting on a dependency, or ready (in Scheduler.ready)
 	stateRunning
 	stateDone
 )
 
+type recentEntry struct {
+	t *Task
+	x int32
+}
+
+// node is what the Scheduler keeps of the task at one position.
 type node struct {
-	start, end time.Time
-	unmet      int32 // dependencies that have not succeeded yet
-	cause      int32 // for Skipped: index of the failed task; else -1
-	pool       int32 // pool number (Scheduler.poolName)
+	start, end   int64 // nanoseconds after Scheduler.base; 0 when not yet
+	prio, weight int64 // critical-path priority and weight (priority.go)
+	index        int32 // in Graph.Tasks
+	cause        int32 // for Skipped: position of the failed task; else -1
+	pool         int32 // pool number (Scheduler.poolName)
 	// slots and memMB are the task's Slots() and MemMB, here so that
 	// Complete reads no Task.
 	slots, memMB int32
@@ -126,11 +164,17 @@ type node struct {
 // task needing more CPU slots than lim.Slots or more memory than lim.MemMB
 // can never start, and is an *Error wrapping ErrTooBig. hist (may be nil)
 // weights the critical path.
+//
+// NewScheduler records in each of g's tasks its position in this schedule
+// (an unexported field, written atomically), which Complete, Result and
+// Priority read back; a task shared with another Scheduler's graph is
+// still found, through a map built when first needed.
 func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 	if lim.Slots < 0 || lim.MemMB < 0 {
 		return nil, fmt.Errorf("buildgraph: NewScheduler: negative limits (slots %d, memory %d MB)", lim.Slots, lim.MemMB)
 	}
-	if err := g.Validate(); err != nil {
+	deps, err := g.validate()
+	if err != nil {
 		return nil, err
 	}
 	if len(g.Tasks) > math.MaxInt32-1 {
@@ -149,28 +193,27 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 		return nil, err
 	}
 
+	n := len(g.Tasks)
+	base := time.Now()
 	s := &Scheduler{
-		g:     g,
-		lim:   lim,
-		index: make(map[*Task]int, len(g.Tasks)),
-		now:   monotonicClock(time.Now()),
-		nodes: make([]node, len(g.Tasks)),
+		g:          g,
+		lim:        lim,
+		base:       base,
+		since:      func() int64 { return int64(time.Since(base)) },
+		recentSeed: maphash.MakeSeed(),
 	}
-	ids := make(map[string]int, len(g.Tasks))
-	for i, t := range g.Tasks {
-		s.index[t] = i
-		ids[t.ID] = i
+	// A running task is missed when one of the tasks handed out while it
+	// runs takes its entry: with S running and 32·S entries, about one in
+	// 32. Past maxRecent, misses grow; the fallback reads the Task.
+	recent := 256
+	for recent < maxRecent && (lim.Slots == 0 || recent < 32*lim.Slots) {
+		recent *= 2
 	}
-	deps, _ := resolve(g, ids) // Validate succeeded, so this does too
-	s.depOff, s.depOn = dependentsOf(deps)
-	dependents := make([][]int, len(g.Tasks))
-	for i := range dependents {
-		for _, d := range s.depOn[s.depOff[i]:s.depOff[i+1]] {
-			dependents[i] = append(dependents[i], int(d))
-		}
-	}
-	s.weight, s.timed = weights(g, hist)
-	s.prio = priorities(s.weight, deps, dependents)
+	s.recent = make([]recentEntry, recent)
+	off, on := dependentsOf(deps)
+	var weight []int64
+	weight, s.timed = weights(g, hist)
+	prio := priorities(weight, deps, off, on)
 
 	s.poolName = append([]string{""}, slices.Sorted(maps.Keys(g.Pools))...)
 	poolNum := make(map[string]int32, len(s.poolName))
@@ -180,15 +223,48 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 		s.poolDepth[k+1] = g.Pools[name]
 	}
 	s.poolUsed = make([]int, len(s.poolName))
-	s.ready = make([]readyq, len(s.poolName))
+
+	// The scheduling order: by pool, then priority, then graph order.
+	keys := make([]orderKey, n)
 	for i, t := range g.Tasks {
-		n := &s.nodes[i]
-		n.unmet, n.cause, n.pool = int32(len(deps[i])), -1, poolNum[t.Pool]
-		n.slots, n.memMB = int32(min(t.Slots(), math.MaxInt32)), int32(min(t.MemMB, math.MaxInt32))
+		keys[i] = orderKey{prio: prio[i], pool: poolNum[t.Pool], index: int32(i)}
+	}
+	slices.SortFunc(keys, orderKey.compare)
+	s.poolStart = make([]int32, len(s.poolName)+1)
+	posOf := make([]int32, n)
+	s.tasks = make([]*Task, n)
+	s.nodes = make([]node, n)
+	s.unmet = make([]uint8, n)
+	s.ready = newReadySet(n)
+	for x, k := range keys {
+		i := k.index
+		t := g.Tasks[i]
+		posOf[i] = int32(x)
+		s.tasks[x] = t
+		s.poolStart[k.pool+1]++
+		s.nodes[x] = node{
+			prio: prio[i], weight: weight[i], index: i, cause: -1, pool: k.pool,
+			slots: int32(min(t.Slots(), math.MaxInt32)), memMB: int32(min(t.MemMB, math.MaxInt32)),
+		}
+		s.setUnmet(int32(x), len(deps[i]))
 		s.maxSlots, s.maxMem = max(s.maxSlots, t.Slots()), max(s.maxMem, t.MemMB)
-		s.workLeft += s.weight[i]
-		if n.unmet == 0 {
-			s.makeReady(int32(i))
+		s.workLeft += weight[i]
+	}
+	for p := range s.poolName {
+		s.poolStart[p+1] += s.poolStart[p]
+	}
+	s.depOff = make([]int32, n+1)
+	s.depOn = make([]int32, 0, len(on))
+	for x, k := range keys {
+		for _, d := range on[off[k.index]:off[k.index+1]] {
+			s.depOn = append(s.depOn, posOf[d])
+		}
+		s.depOff[x+1] = int32(len(s.depOn))
+	}
+	for x, t := range s.tasks {
+		atomic.StoreInt32(&t.slot, int32(x))
+		if s.unmet[x] == 0 {
+			s.makeReady(int32(x))
 		} else {
 			s.waiting++
 		}
@@ -197,10 +273,24 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 	return s, nil
 }
 
-// monotonicClock returns a clock that reads the monotonic clock only: base
-// plus the time since base, one clock read where time.Now takes two.
-func monotonicClock(base time.Time) func() time.Time {
-	return func() time.Time { return base.Add(time.Since(base)) }
+// maxRecent bounds Scheduler.recent: 4096 entries, 64 KiB.
+const maxRecent = 4096
+
+// orderKey places a task in the scheduling order.
+type orderKey struct {
+	prio  int64
+	pool  int32
+	index int32
+}
+
+func (a orderKey) compare(b orderKey) int {
+	if c := cmp.Compare(a.pool, b.pool); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.prio, a.prio); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.index, b.index)
 }
 
 // dependentsOf inverts deps (i depends on deps[i]) into the dependents of
@@ -227,25 +317,48 @@ func dependentsOf(deps [][]int) (off, on []int32) {
 	return off, on
 }
 
-// makeReady puts task i, whose dependencies have all succeeded, among the
-// ready tasks. s.mu must be held (or s not yet shared).
-func (s *Scheduler) makeReady(i int32) {
-	n := &s.nodes[i]
-	n.state = stateReady
-	s.ready[n.pool].push(qent{s.prio[i], i})
+// makeReady puts the task at position x, whose dependencies have all
+// succeeded, among the ready tasks. s.mu must be held (or s not yet
+// shared).
+func (s *Scheduler) makeReady(x int32) {
+	s.ready.add(x)
 	s.nready++
+}
+
+// clock returns the nanoseconds since s.base, at least 1 (0 means "not
+// yet" in a node).
+func (s *Scheduler) clock() int64 { return max(s.since(), 1) }
+
+// position returns t's position in this schedule: the one NewScheduler
+// recorded in t, or, when another Scheduler has since recorded its own,
+// the one a map of all tasks gives.
+func (s *Scheduler) position(t *Task) (int32, bool) {
+	if t == nil {
+		return 0, false
+	}
+	if x := atomic.LoadInt32(&t.slot); x >= 0 && int(x) < len(s.tasks) && s.tasks[x] == t {
+		return x, true
+	}
+	s.byTaskOnce.Do(func() {
+		s.byTask = make(map[*Task]int32, len(s.tasks))
+		for x, t := range s.tasks {
+			s.byTask[t] = int32(x)
+		}
+	})
+	x, ok := s.byTask[t]
+	return x, ok
 }
 
 // Priority returns t's critical-path priority (see Scheduler): in
 // milliseconds when a History knew some task, else in tasks.
-func (s *Scheduler) Priority(t *Task) int64 { return s.prio[s.mustIndex(t, "Priority")] }
+func (s *Scheduler) Priority(t *Task) int64 { return s.nodes[s.mustPosition(t, "Priority")].prio }
 
-func (s *Scheduler) mustIndex(t *Task, fn string) int {
-	i, ok := s.index[t]
+func (s *Scheduler) mustPosition(t *Task, fn string) int32 {
+	x, ok := s.position(t)
 	if !ok {
 		panic("buildgraph: Scheduler." + fn + ": task is not in this schedule's graph")
 	}
-	return i
+	return x
 }
 
 // Next returns the ready task of highest priority that fits the free
@@ -326,55 +439,68 @@ func (s *Scheduler) notifyLocked() {
 }
 
 // nextLocked implements Next: the first ready task in scheduling order
-// whose slots, memory and pool are free. Each pool's heap offers its first
-// task that fits (readyq.first, bounded by the best offer so far), and the
-// best offer wins; that is the first fitting task of all the ready ones in
-// one order. s.mu must be held.
+// whose slots, memory and pool are free. Each pool's ready tasks are in
+// order in their range of s.ready, so the pool offers its first member that
+// fits and goes before the best offer so far, and the best offer wins. When
+// every task fits, each pool's offer is its first member; otherwise the
+// walk reads only the ready tasks that go before the answer. s.mu must be
+// held.
 func (s *Scheduler) nextLocked() *Task {
 	if s.stopped || s.finished || s.nready == 0 || (s.lim.Slots > 0 && s.slotsUsed >= s.lim.Slots) {
 		return nil
 	}
-	fits := s.fitsIndex
-	if (s.lim.Slots == 0 || s.slotsUsed+s.maxSlots <= s.lim.Slots) && (s.lim.MemMB == 0 || s.memUsed+s.maxMem <= s.lim.MemMB) {
-		fits = fitsAll
-	}
-	bestPool, bestPos := -1, 0
-	var best qent
-	for p := range s.ready {
-		q := s.ready[p]
-		if len(q) == 0 || (p > 0 && s.poolUsed[p] >= s.poolDepth[p]) {
+	fitsAll := (s.lim.Slots == 0 || s.slotsUsed+s.maxSlots <= s.lim.Slots) && (s.lim.MemMB == 0 || s.memUsed+s.maxMem <= s.lim.MemMB)
+	best := int32(-1)
+	for p := range s.poolDepth {
+		if p > 0 && s.poolUsed[p] >= s.poolDepth[p] {
 			continue
 		}
-		var k int
-		var ok bool
-		k, ok, s.scratch = q.first(fits, best, bestPool >= 0, s.scratch)
-		if ok {
-			bestPool, bestPos, best = p, k, q[k]
+		end := s.poolStart[p+1]
+		for x := s.ready.next(s.poolStart[p]); x >= 0 && x < end; x = s.ready.next(x + 1) {
+			if best >= 0 && !s.before(x, best) {
+				break
+			}
+			if fitsAll || s.fits(x) {
+				best = x
+				break
+			}
 		}
 	}
-	if bestPool < 0 {
+	if best < 0 {
 		return nil
 	}
-	s.ready[bestPool].removeAt(bestPos)
+	s.ready.remove(best)
 	s.nready--
-	i := best.i
-	n := &s.nodes[i]
+	n := &s.nodes[best]
 	s.slotsUsed += int(n.slots)
 	s.memUsed += int(n.memMB)
-	s.poolUsed[bestPool]++
+	s.poolUsed[n.pool]++
 	n.state = stateRunning
-	n.start = s.now()
+	n.start = s.clock()
 	s.running++
-	s.runq.push(best)
-	return s.g.Tasks[i]
+	s.runq.push(qent{n.prio, best})
+	t := s.tasks[best]
+	s.recent[s.recentHash(t)] = recentEntry{t, best}
+	return t
 }
 
-func fitsAll(int32) bool { return true }
+// recentHash returns t's entry number in s.recent.
+func (s *Scheduler) recentHash(t *Task) uint64 {
+	return maphash.Comparable(s.recentSeed, t) & uint64(len(s.recent)-1)
+}
 
-// fitsIndex reports whether task i's slots and memory are free (its pool
-// is checked by the caller).
-func (s *Scheduler) fitsIndex(i int32) bool {
-	n := &s.nodes[i]
+// before reports whether the task at position x goes before the one at y
+// in scheduling order, pools aside: higher priority, then earlier in the
+// graph.
+func (s *Scheduler) before(x, y int32) bool {
+	a, b := &s.nodes[x], &s.nodes[y]
+	return a.prio > b.prio || (a.prio == b.prio && a.index < b.index)
+}
+
+// fits reports whether the slots and memory of the task at position x are
+// free (its pool is checked by the caller).
+func (s *Scheduler) fits(x int32) bool {
+	n := &s.nodes[x]
 	if s.lim.Slots > 0 && s.slotsUsed+int(n.slots) > s.lim.Slots {
 		return false
 	}
@@ -399,10 +525,15 @@ func (s *Scheduler) Done(t *Task, ok bool) {
 // Reporting a task that is not running, or another outcome, is a bug in the
 // caller and panics.
 func (s *Scheduler) Complete(t *Task, o Outcome) {
-	i := s.mustIndex(t, "Complete")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := &s.nodes[i]
+	x := int32(-1)
+	if e := s.recent[s.recentHash(t)]; e.t == t && t != nil {
+		x = e.x
+	} else {
+		x = s.mustPosition(t, "Complete")
+	}
+	n := &s.nodes[x]
 	if n.state != stateRunning {
 		panic(fmt.Sprintf("buildgraph: Scheduler.Complete: task %q is not running", t.ID))
 	}
@@ -413,8 +544,8 @@ func (s *Scheduler) Complete(t *Task, o Outcome) {
 	s.memUsed -= int(n.memMB)
 	s.poolUsed[n.pool]--
 	s.running--
-	s.finishNode(i, o, -1)
-	n.end = s.now()
+	s.finishNode(x, o, -1)
+	n.end = s.clock()
 	// Prune finished tasks off the top of runq, so its top is the running
 	// task of highest priority (Progress.PathLeft). Each task leaves once.
 	for len(s.runq) > 0 && s.nodes[s.runq[0].i].state != stateRunning {
@@ -423,15 +554,14 @@ func (s *Scheduler) Complete(t *Task, o Outcome) {
 
 	switch o {
 	case Succeeded:
-		for _, d := range s.depOn[s.depOff[i]:s.depOff[i+1]] {
-			dn := &s.nodes[d]
-			if dn.unmet--; dn.unmet == 0 && dn.state == stateWaiting {
+		for _, d := range s.depOn[s.depOff[x]:s.depOff[x+1]] {
+			if s.depSucceeded(d) {
 				s.waiting--
 				s.makeReady(d)
 			}
 		}
 	case Failed:
-		s.skipDependents(i)
+		s.skipDependents(x)
 		if !s.lim.KeepGoing {
 			s.stopped = true
 		}
@@ -442,30 +572,32 @@ func (s *Scheduler) Complete(t *Task, o Outcome) {
 	s.notifyLocked()
 }
 
-// skipDependents marks every task that depends on the failed task i,
+// skipDependents marks every task that depends on the failed task at x,
 // directly or not, Skipped. Those tasks are all waiting: none can have
 // started, since a task starts only after all its dependencies succeed.
-func (s *Scheduler) skipDependents(i int) {
-	stack := []int32{int32(i)}
+func (s *Scheduler) skipDependents(x int32) {
+	stack := []int32{x}
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, d := range s.depOn[s.depOff[j]:s.depOff[j+1]] {
 			if s.nodes[d].state == stateWaiting {
 				s.waiting--
-				s.finishNode(int(d), Skipped, i)
+				s.depFailed(d)
+				s.finishNode(d, Skipped, x)
 				stack = append(stack, d)
 			}
 		}
 	}
 }
 
-// finishNode gives node i its outcome. The caller adjusts the state counts.
-func (s *Scheduler) finishNode(i int, o Outcome, cause int) {
-	n := &s.nodes[i]
-	n.state, n.outcome, n.cause = stateDone, o, int32(cause)
+// finishNode gives the task at x its outcome. The caller adjusts the state
+// counts.
+func (s *Scheduler) finishNode(x int32, o Outcome, cause int32) {
+	n := &s.nodes[x]
+	n.state, n.outcome, n.cause = stateDone, o, cause
 	s.doneCounts[o]++
-	s.workLeft -= s.weight[i]
+	s.workLeft -= n.weight
 }
 
 // maybeFinish ends the schedule when nothing runs and nothing more will:
@@ -480,13 +612,13 @@ func (s *Scheduler) maybeFinish() {
 		rest = Canceled
 	}
 	if s.nready+s.waiting > 0 {
-		for i := range s.nodes {
-			if st := s.nodes[i].state; st == stateWaiting || st == stateReady {
-				s.finishNode(i, rest, -1)
+		for x := range s.nodes {
+			if s.nodes[x].state == stateWaiting {
+				s.finishNode(int32(x), rest, -1)
 			}
 		}
 	}
-	s.ready, s.runq, s.scratch = nil, nil, nil
+	s.ready, s.runq, s.unmet, s.bigUnmet = readySet{}, nil, nil, nil
 	s.nready, s.waiting = 0, 0
 	s.finished = true
 }
@@ -523,19 +655,28 @@ func (s *Scheduler) Stopped() bool {
 
 // Result returns t's result so far (Outcome Unfinished until it has one).
 func (s *Scheduler) Result(t *Task) Result {
-	i := s.mustIndex(t, "Result")
+	x := s.mustPosition(t, "Result")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.resultLocked(i)
+	return s.resultLocked(x)
 }
 
-func (s *Scheduler) resultLocked(i int) Result {
-	n := &s.nodes[i]
-	r := Result{Task: s.g.Tasks[i], Outcome: n.outcome, Start: n.start, End: n.end}
+func (s *Scheduler) resultLocked(x int32) Result {
+	n := &s.nodes[x]
+	r := Result{Task: s.tasks[x], Outcome: n.outcome, Start: s.timeAt(n.start), End: s.timeAt(n.end)}
 	if n.cause >= 0 {
-		r.Cause = s.g.Tasks[n.cause]
+		r.Cause = s.tasks[n.cause]
 	}
 	return r
+}
+
+// timeAt returns the time of a node's clock reading, or the zero Time for
+// none.
+func (s *Scheduler) timeAt(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return s.base.Add(time.Duration(ns))
 }
 
 // Results returns every task's result, in graph order. Call it once
@@ -544,8 +685,8 @@ func (s *Scheduler) Results() []Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rs := make([]Result, len(s.nodes))
-	for i := range s.nodes {
-		rs[i] = s.resultLocked(i)
+	for x := range s.nodes {
+		rs[s.nodes[x].index] = s.resultLocked(int32(x))
 	}
 	return rs
 }
@@ -569,9 +710,11 @@ func (s *Scheduler) Progress() Progress {
 	}
 	// A waiting task's chain is part of an unfinished dependency's, so the
 	// longest chain left starts at a ready or a running task.
-	for _, q := range s.ready {
-		if len(q) > 0 {
-			p.PathLeft = max(p.PathLeft, q[0].prio)
+	if s.nready > 0 {
+		for k := range s.poolDepth {
+			if x := s.ready.next(s.poolStart[k]); x >= 0 && x < s.poolStart[k+1] {
+				p.PathLeft = max(p.PathLeft, s.nodes[x].prio)
+			}
 		}
 	}
 	if len(s.runq) > 0 {

@@ -25,7 +25,11 @@ type refSched struct {
 }
 
 func newRefSched(s *Scheduler) *refSched {
-	r := &refSched{g: s.g, lim: s.lim, prio: s.prio, w: s.weight, byID: map[string]int{}, pool: map[string]int{}}
+	r := &refSched{g: s.g, lim: s.lim, byID: map[string]int{}, pool: map[string]int{}}
+	r.prio, r.w = make([]int64, len(s.nodes)), make([]int64, len(s.nodes))
+	for _, n := range s.nodes {
+		r.prio[n.index], r.w[n.index] = n.prio, n.weight
+	}
 	for i, t := range s.g.Tasks {
 		r.byID[t.ID] = i
 	}
@@ -102,26 +106,26 @@ func progressWalk(s *Scheduler) Progress {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := Progress{Total: len(s.nodes), Timed: s.timed}
-	for i, n := range s.nodes {
-		t := s.g.Tasks[i]
-		switch n.state {
-		case stateWaiting:
-			p.Waiting++
-		case stateReady:
+	for x, n := range s.nodes {
+		t := s.tasks[x]
+		ready := n.state == stateWaiting && s.ready.has(int32(x))
+		switch {
+		case ready:
 			p.Ready++
-		case stateRunning:
+		case n.state == stateWaiting:
+			p.Waiting++
+		case n.state == stateRunning:
 			p.Running++
 			p.SlotsUsed += t.Slots()
 			p.MemUsedMB += t.MemMB
-		case stateDone:
+		case n.state == stateDone:
 			p.Done[n.outcome]++
 		}
-		switch n.state {
-		case stateReady, stateRunning:
-			p.PathLeft = max(p.PathLeft, s.prio[i])
-			fallthrough
-		case stateWaiting:
-			p.WorkLeft += s.weight[i]
+		if ready || n.state == stateRunning {
+			p.PathLeft = max(p.PathLeft, n.prio)
+		}
+		if n.state != stateDone {
+			p.WorkLeft += n.weight
 		}
 	}
 	return p
@@ -189,7 +193,7 @@ func runRefCase(r *rand.Rand, c propCase) error {
 			tk, ok := s.Next()
 			got := -1
 			if ok {
-				got = s.index[tk]
+				got = int(s.nodes[s.mustPosition(tk, "test")].index)
 			}
 			if got != want {
 				return fmt.Errorf("step %d: Next gave %s, the reference %s", step, idOf(c.g, got), idOf(c.g, want))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -344,8 +346,9 @@ func TestEmptyGraph(t *testing.T) {
 
 func TestResultTimes(t *testing.T) {
 	s := mustScheduler(t, graphOf("a", "b"), Limits{Slots: 1}, nil)
-	clock := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	s.base = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var clock time.Duration
+	s.since = func() int64 { clock += time.Second; return int64(clock) }
 	runSerial(t, s)
 	r := s.Result(s.g.Tasks[1])
 	if r.Outcome != Succeeded || r.End.Sub(r.Start) != time.Second || r.Start.Second() != 3 {
@@ -431,4 +434,66 @@ func (s *Scheduler) hasWaiter() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changed != nil
+}
+
+// TestTaskInTwoSchedules schedules the same tasks in two graphs that order
+// them differently, at once: each Scheduler records its own positions in
+// the tasks, and the other still finds them.
+func TestTaskInTwoSchedules(t *testing.T) {
+	g1 := graphOf("a", "b", "c")
+	g2 := &Graph{Tasks: []*Task{g1.Tasks[2], g1.Tasks[1], g1.Tasks[0]}}
+	s1 := mustScheduler(t, g1, Limits{Slots: 1}, nil)
+	s2 := mustScheduler(t, g2, Limits{Slots: 1}, nil)
+	if got := runSerial(t, s1); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("first graph ran %v", got)
+	}
+	if got := runSerial(t, s2); !slices.Equal(got, []string{"c", "b", "a"}) {
+		t.Errorf("second graph ran %v", got)
+	}
+	for _, s := range []*Scheduler{s1, s2} {
+		for _, tk := range g1.Tasks {
+			if r := s.Result(tk); r.Outcome != Succeeded || r.Task != tk {
+				t.Errorf("Result(%s) = %+v", tk.ID, r)
+			}
+		}
+	}
+	copied := *g1.Tasks[0]
+	defer func() {
+		if recover() == nil {
+			t.Error("Result of a copy of a task did not panic")
+		}
+	}()
+	s1.Result(&copied)
+}
+
+// TestManyDependencies schedules a task that depends on many others, on
+// either side of the count a byte holds (unmet.go): it runs once all of
+// them succeed, and is Skipped, never started, when one fails and the rest
+// succeed (KeepGoing).
+func TestManyDependencies(t *testing.T) {
+	for _, deps := range []int{1, 252, 253, 254, 255, 256, 1000} {
+		for _, fail := range []bool{false, true} {
+			g := &Graph{}
+			sink := &Task{ID: "sink", Shell: "true"}
+			for i := range deps {
+				id := "d" + strconv.Itoa(i)
+				g.Tasks = append(g.Tasks, &Task{ID: id, Shell: "true"})
+				sink.Deps = append(sink.Deps, id)
+			}
+			g.Tasks = append(g.Tasks, sink)
+			s := mustScheduler(t, g, Limits{Slots: 3, KeepGoing: true}, nil)
+			var failed []string
+			if fail {
+				failed = []string{"d" + strconv.Itoa(deps/2)}
+			}
+			order := runSerial(t, s, failed...)
+			r := s.Result(sink)
+			switch {
+			case fail && (r.Outcome != Skipped || slices.Contains(order, "sink")):
+				t.Errorf("%d deps, one failed: sink %v, ran %d tasks", deps, r.Outcome, len(order))
+			case !fail && (r.Outcome != Succeeded || order[len(order)-1] != "sink"):
+				t.Errorf("%d deps: sink %v, ran last %q", deps, r.Outcome, order[len(order)-1])
+			}
+		}
+	}
 }

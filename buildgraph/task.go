@@ -59,6 +59,11 @@ type Task struct {
 	Remote bool
 	// Pos is where the task was written (zero for a task built in Go).
 	Pos Pos
+
+	// slot is the task's position in the schedule of the newest Scheduler
+	// over a graph that holds it (NewScheduler), read and written
+	// atomically.
+	slot int32
 }
 
 // Slots returns the CPU slots the task holds while running: CPUs, or 1 when

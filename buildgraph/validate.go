@@ -19,6 +19,14 @@ import (
 // One problem is returned as its *Error; several are joined with
 // errors.Join, one per line. Validate does not change the graph.
 func (g *Graph) Validate() error {
+	_, err := g.validate()
+	return err
+}
+
+// validate is Validate that also returns, when the graph is valid, each
+// task's dependencies as task indices without repeats (the lookups of
+// every ID, done once for both).
+func (g *Graph) validate() ([][]int, error) {
 	v := validator{g: g, index: make(map[string]int, len(g.Tasks))}
 	v.tasks()
 	v.pools()
@@ -26,15 +34,19 @@ func (g *Graph) Validate() error {
 	if !v.badDeps {
 		v.cycles()
 	}
-	return v.result()
+	if err := v.result(); err != nil {
+		return nil, err
+	}
+	return v.adj, nil
 }
 
 type validator struct {
 	g       *Graph
 	index   map[string]int // task ID → first index
+	adj     [][]int        // each task's dependencies, as indices (deps)
 	errs    []error
 	more    int  // problems beyond maxErrors
-	badDeps bool // some dependency is unknown
+	badDeps bool // some task is nil or some dependency unknown
 }
 
 func (v *validator) add(pos Pos, task string, kind error, format string, args ...any) {
@@ -122,16 +134,26 @@ func (v *validator) pools() {
 	}
 }
 
-// deps checks that every dependency names a task.
+// deps checks that every dependency names a task, and resolves them into
+// v.adj, dropping repeats.
 func (v *validator) deps() {
-	for _, t := range v.g.Tasks {
+	v.adj = make([][]int, len(v.g.Tasks))
+	seen := make([]int, len(v.g.Tasks)) // seen[j] == i+1: j is already a dep of i
+	for i, t := range v.g.Tasks {
 		if t == nil {
+			v.badDeps = true
 			continue
 		}
 		for _, d := range t.Deps {
-			if _, ok := v.index[d]; !ok {
+			j, ok := v.index[d]
+			if !ok {
 				v.badDeps = true
 				v.add(t.Pos, t.ID, ErrUnknownDep, "task %q depends on unknown task %s", t.ID, quoteID(d))
+				continue
+			}
+			if seen[j] != i+1 {
+				seen[j] = i + 1
+				v.adj[i] = append(v.adj[i], j)
 			}
 		}
 	}
@@ -139,11 +161,7 @@ func (v *validator) deps() {
 
 // cycles reports one dependency cycle, if there is any.
 func (v *validator) cycles() {
-	adj, ok := resolve(v.g, v.index)
-	if !ok {
-		return
-	}
-	cyc := findCycle(adj)
+	cyc := findCycle(v.adj)
 	if cyc == nil {
 		return
 	}
@@ -178,29 +196,6 @@ func cycleText(g *Graph, cyc []int) string {
 	}
 	names = append(names, name(cyc[0]))
 	return fmt.Sprintf("cycle of %d tasks: %s", len(cyc), strings.Join(names, " -> "))
-}
-
-// resolve turns each task's Deps into task indices, dropping repeats. It
-// fails when a task is nil or a dependency unknown (Validate reports those).
-func resolve(g *Graph, index map[string]int) ([][]int, bool) {
-	adj := make([][]int, len(g.Tasks))
-	seen := make([]int, len(g.Tasks)) // seen[j] == i+1: j is already a dep of i
-	for i, t := range g.Tasks {
-		if t == nil {
-			return nil, false
-		}
-		for _, d := range t.Deps {
-			j, ok := index[d]
-			if !ok {
-				return nil, false
-			}
-			if seen[j] != i+1 {
-				seen[j] = i + 1
-				adj[i] = append(adj[i], j)
-			}
-		}
-	}
-	return adj, true
 }
 
 // findCycle returns the nodes of one cycle of the graph whose edges are adj
