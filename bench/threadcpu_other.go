@@ -1,0 +1,8 @@
+//go:build !linux
+
+package bench
+
+import "time"
+
+// threadCPU reports that the thread's CPU time is not read here.
+func threadCPU() (time.Duration, bool) { return 0, false }
