@@ -21,11 +21,12 @@ import (
 // part of the way.
 const HistoryRuns = 5
 
-// HistoryKeepRuns is how many runs an entry of a History survives without
-// matching a task (see History.Retain): a guess, long enough for a branch
-// switched away from and back, short enough that a command file whose
-// lines shift every run keeps at most about that many entries per task.
-const HistoryKeepRuns = 3
+// HistoryKeepRuns is how many runs an entry of a History lives past its
+// last match (see History.Retain): an entry survives one run that does not
+// use it (a branch switched away from and back), and a command file whose
+// lines shift every run keeps at most two entries per task, this run's and
+// the last one's, which this run's estimates read.
+const HistoryKeepRuns = 2
 
 // historyHeaderV1 is the first line of a history file of version 1 (no
 // run counts), which is still read; historyHeaderV2 begins that of the
