@@ -83,22 +83,7 @@ func BenchmarkScheduleUnlimited(b *testing.B) {
 // BenchmarkParseGraph measures loading and validating a 5000-task JSON
 // build graph.
 func BenchmarkParseGraph(b *testing.B) {
-	type jt struct {
-		ID    string   `json:"id"`
-		Cmd   []string `json:"cmd"`
-		Deps  []string `json:"deps,omitempty"`
-		MemMB int      `json:"mem_mb,omitempty"`
-		Pool  string   `json:"pool,omitempty"`
-	}
-	var doc struct {
-		Tasks []jt           `json:"tasks"`
-		Pools map[string]int `json:"pools"`
-	}
-	g := buildLike(5000)
-	for _, t := range g.Tasks {
-		doc.Tasks = append(doc.Tasks, jt{t.ID, t.Cmd, t.Deps, t.MemMB, t.Pool})
-	}
-	doc.Pools = g.Pools
+	doc := graphDoc(buildLike(5000))
 	data, err := json.MarshalIndent(doc, "", " ")
 	if err != nil {
 		b.Fatal(err)
@@ -165,4 +150,64 @@ func BenchmarkSaveHistory(b *testing.B) {
 	for b.Loop() {
 		h.WriteTo(io.Discard)
 	}
+}
+
+// BenchmarkHistoryVsGraph loads, alternately within each iteration, the
+// history of a 100k-file build (three durations per compile) and that
+// build's graph in JSON, and reports each one's time and their ratio: a
+// history must cost no more to load than the graph it weights.
+func BenchmarkHistoryVsGraph(b *testing.B) {
+	const n = 100_000
+	g := buildLike(n)
+	h := NewHistory()
+	for _, t := range g.Tasks {
+		for r := range 3 {
+			h.Record(t, time.Duration(100+r)*time.Millisecond)
+		}
+	}
+	var hist bytes.Buffer
+	if _, err := h.WriteTo(&hist); err != nil {
+		b.Fatal(err)
+	}
+	graph, err := json.Marshal(graphDoc(g))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var histNs, graphNs time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := ReadHistory(bytes.NewReader(hist.Bytes()), "h"); err != nil {
+			b.Fatal(err)
+		}
+		histNs += time.Since(start)
+		start = time.Now()
+		if _, err := Parse("build.json", graph, FormatAuto); err != nil {
+			b.Fatal(err)
+		}
+		graphNs += time.Since(start)
+	}
+	b.ReportMetric(float64(histNs.Nanoseconds())/float64(b.N), "history-ns/op")
+	b.ReportMetric(float64(graphNs.Nanoseconds())/float64(b.N), "graph-ns/op")
+	b.ReportMetric(float64(histNs)/float64(graphNs), "history/graph")
+}
+
+// graphDoc is g in the JSON graph format.
+func graphDoc(g *Graph) any {
+	type jt struct {
+		ID    string   `json:"id"`
+		Cmd   []string `json:"cmd"`
+		Deps  []string `json:"deps,omitempty"`
+		CPUs  int      `json:"cpus,omitempty"`
+		MemMB int      `json:"mem_mb,omitempty"`
+		Pool  string   `json:"pool,omitempty"`
+	}
+	var doc struct {
+		Tasks []jt           `json:"tasks"`
+		Pools map[string]int `json:"pools"`
+	}
+	for _, t := range g.Tasks {
+		doc.Tasks = append(doc.Tasks, jt{t.ID, t.Cmd, t.Deps, t.CPUs, t.MemMB, t.Pool})
+	}
+	doc.Pools = g.Pools
+	return doc
 }

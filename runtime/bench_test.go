@@ -347,3 +347,48 @@ func BenchmarkOutsideVsErrgroupMany(b *testing.B) {
 	}
 	b.ReportMetric(med[0]/med[1], "ratio")
 }
+
+// BenchmarkGroupContextLive counts the live heap objects after 10k and
+// after 100k groups that asked for their Context under one cancelable
+// parent (waited from outside), past a warm-up, and reports both and their
+// ratio: a group's context must be let go when Wait returns, so the count
+// stays flat. One iteration runs 150k groups; run it with -benchtime 1x.
+func BenchmarkGroupContextLive(b *testing.B) {
+	rt := newTestRuntime(b, Config{})
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	groups := func(n int) {
+		for range n {
+			g := rt.Group(parent)
+			g.Go(func(c *Ctx) error { _ = c.Context(); return nil })
+			_ = g.Context()
+			if err := g.Wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var at10k, at100k int64
+	for range b.N {
+		// Warm up: free lists, pools and the workers' structures grow over
+		// the first few tens of thousands of groups.
+		groups(50000)
+		groups(10000)
+		at10k = settledObjects()
+		groups(90000)
+		at100k = settledObjects()
+	}
+	b.ReportMetric(float64(at10k), "objects@10k")
+	b.ReportMetric(float64(at100k), "objects@100k")
+	b.ReportMetric(float64(at100k)/float64(at10k), "100k/10k")
+}
+
+// settledObjects returns the fewest live heap objects of five counts: what
+// the runtime holds, without what a worker that is just parking or a timer
+// holds for a moment.
+func settledObjects() int64 {
+	n := liveObjects()
+	for range 4 {
+		n = min(n, liveObjects())
+	}
+	return n
+}
