@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numasteal/numasteal/internal/procstat"
 	"github.com/numasteal/numasteal/launch"
 )
 
@@ -223,20 +224,14 @@ func parseProcStatCPU(data []byte) (user, sys float64, err error) {
 // parseProcStatTimes returns fields 14 to 17 of /proc/PID/stat in
 // seconds: utime, stime, and cutime, cstime (the children it waited for).
 func parseProcStatTimes(data []byte) (t [4]float64, err error) {
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return t, fmt.Errorf("bench: /proc stat %.40q: no command name", s)
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state), so field n is f[n-3].
-	if len(f) < 15 {
-		return t, fmt.Errorf("bench: /proc stat %.40q: %d fields after the name, want at least 15", s, len(f))
+	st, err := procstat.Parse(data)
+	if err != nil {
+		return t, fmt.Errorf("bench: %w", err)
 	}
 	for k := range t {
-		v, err := strconv.ParseUint(f[11+k], 10, 64)
+		v, err := st.Uint(14 + k)
 		if err != nil {
-			return t, fmt.Errorf("bench: /proc stat: %w", err)
+			return t, fmt.Errorf("bench: %w", err)
 		}
 		t[k] = float64(v) / userHZ
 	}

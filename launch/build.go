@@ -1,10 +1,11 @@
 package launch
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"sync"
+
+	"github.com/numasteal/numasteal/internal/procstat"
 )
 
 // buildTools are the command names (comm, as /proc/PID/stat shows them)
@@ -107,24 +108,19 @@ func readStat(proc string, pid int) (procStat, error) {
 	return parseStat(b)
 }
 
-// parseStat parses /proc/PID/stat: "pid (comm) state ppid ...", where comm
-// may hold spaces and parentheses, so it ends at the last ')'.
+// parseStat reads the command name, parent and start time of a
+// /proc/PID/stat text.
 func parseStat(b []byte) (procStat, error) {
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return procStat{}, ErrMalformed
-	}
-	f := bytes.Fields(b[end+1:])
-	// f[0] is field 3 (state); ppid is field 4, starttime field 22.
-	if len(f) < 20 {
-		return procStat{}, ErrMalformed
-	}
-	ppid, err := strconv.Atoi(string(f[1]))
+	st, err := procstat.Parse(b)
 	if err != nil {
 		return procStat{}, ErrMalformed
 	}
-	return procStat{comm: string(b[open+1 : end]), ppid: ppid, start: string(f[19])}, nil
+	ppid, err := st.Int(4)
+	start := st.Field(22)
+	if err != nil || start == nil {
+		return procStat{}, ErrMalformed
+	}
+	return procStat{comm: string(st.Comm), ppid: ppid, start: string(start)}, nil
 }
 
 // sanitizeID keeps an id usable as a file name and a protocol value.

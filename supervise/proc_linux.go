@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/numasteal/numasteal/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,29 +21,19 @@ type proc struct {
 // dead reports whether p has exited (a zombie, or dying).
 func (p proc) dead() bool { return p.state == 'Z' || p.state == 'X' || p.state == 'x' }
 
-// parseStat parses the text of /proc/PID/stat: "pid (comm) state ppid pgrp
-// ...". comm may hold spaces and parentheses, so the fields are counted
-// from the last ')'.
+// parseStat reads the pid, state, parent and process group of a
+// /proc/PID/stat text.
 func parseStat(b []byte) (proc, bool) {
-	open := bytes.IndexByte(b, '(')
-	closing := bytes.LastIndexByte(b, ')')
-	if open <= 0 || closing < open {
-		return proc{}, false
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	st, err := procstat.Parse(b)
 	if err != nil {
 		return proc{}, false
 	}
-	f := bytes.Fields(b[closing+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return proc{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgid, err2 := strconv.Atoi(string(f[2]))
+	ppid, err1 := st.Int(4)
+	pgid, err2 := st.Int(5)
 	if err1 != nil || err2 != nil {
 		return proc{}, false
 	}
-	return proc{pid: pid, ppid: ppid, pgid: pgid, state: f[0][0]}, true
+	return proc{pid: st.PID, ppid: ppid, pgid: pgid, state: st.State()}, true
 }
 
 // readStat reads /proc/PID/stat; false when the process is gone.
