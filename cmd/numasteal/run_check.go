@@ -28,13 +28,15 @@ import (
 // which flags were given (isSet).
 
 // checkRun runs every check of a "numasteal run" of file with flags f,
-// printing each problem to stderr. ok is false when the run must stop
-// with code (exitUsage). Warnings (a history with bad lines, which is
-// used without them) are printed and do not stop the run.
-func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.Writer) (code int, ok bool) {
-	bad := func(err error) (int, bool) {
+// printing each problem to stderr, and returns the workload it loaded
+// and checked, which the run uses (a second load would cost its time and
+// hold two graphs of a large file at once). ok is false when the run
+// must stop with code (exitUsage). Warnings (a history with bad lines,
+// which is used without them) are printed and do not stop the run.
+func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.Writer) (g *buildgraph.Graph, code int, ok bool) {
+	bad := func(err error) (*buildgraph.Graph, int, bool) {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
-		return exitUsage, false
+		return nil, exitUsage, false
 	}
 	for _, err := range []error{checkJobs(f.jobs, isSet("jobs")), checkTimeout(f.timeout), checkMem(f.memMB)} {
 		if err != nil {
@@ -69,7 +71,7 @@ func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.
 			return bad(err)
 		}
 	}
-	return exitOK, true
+	return g, exitOK, true
 }
 
 // flagsSet returns whether fs was given a flag of the name, for checkRun.
