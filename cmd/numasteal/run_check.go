@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -258,12 +259,19 @@ func checkTaskDirs(g *buildgraph.Graph) error {
 // buildgraph.NewScheduler: that no task needs more CPU slots than there
 // are usable CPUs (nor more memory than --mem). -j 0 gives the scheduler
 // no slot limit, so without this a task of "cpus": 64 on a 2-CPU machine
-// was accepted.
+// was accepted. Only when some task is too big is a scheduler built, for
+// its errors: a second one of a large graph would cost the run's setup
+// time and memory for nothing.
 func checkFitsCPUs(g *buildgraph.Graph, memMB int) error {
 	t, err := topology.Discover()
 	if err != nil {
 		return nil // the run reports it, as it always has
 	}
-	_, err = buildgraph.NewScheduler(g, buildgraph.Limits{Slots: t.Usable.Len(), MemMB: memMB}, nil)
+	lim := buildgraph.Limits{Slots: t.Usable.Len(), MemMB: memMB}
+	tooBig := func(t *buildgraph.Task) bool { return t.Slots() > lim.Slots || lim.MemMB > 0 && t.MemMB > lim.MemMB }
+	if !slices.ContainsFunc(g.Tasks, tooBig) {
+		return nil
+	}
+	_, err = buildgraph.NewScheduler(g, lim, nil)
 	return err
 }
