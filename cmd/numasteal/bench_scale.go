@@ -27,8 +27,12 @@ func runBenchScale(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
+	js, err := parseJobsList(*jobs)
+	if err != nil {
+		return usageError(fs, stderr, fmt.Errorf("--jobs: %w", err))
+	}
 	if *runs != "" {
-		return benchScaleRuns(ctx, *runs, *jobs, *reps, *asJSON, *quiet, stdout, stderr)
+		return benchScaleRuns(ctx, *runs, js, *reps, *asJSON, *quiet, stdout, stderr)
 	}
 	opts := bench.ScaleOptions{Reps: *reps, NoProgress: *noProgress, Shapes: strings.Split(*shapes, ",")}
 	for _, f := range strings.Split(*ns, ",") {
@@ -69,15 +73,9 @@ func runBenchScale(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // benchScaleRuns is "numasteal bench scale --run N1,N2": wall and own CPU
 // time and peak RSS per command of numasteal run over N true commands, at
-// each -j of jobs.
-func benchScaleRuns(ctx context.Context, counts, jobs string, reps int, asJSON, quiet bool, stdout, stderr io.Writer) int {
-	o := bench.ScaleRunOptions{Reps: reps}
-	js, err := parseJobsList(jobs)
-	if err != nil {
-		fmt.Fprintf(stderr, "numasteal bench scale: --jobs: %v\n", err)
-		return exitUsage
-	}
-	o.Jobs = js
+// each -j of jobs (bench.DefaultJobs: none).
+func benchScaleRuns(ctx context.Context, counts string, jobs []int, reps int, asJSON, quiet bool, stdout, stderr io.Writer) int {
+	o := bench.ScaleRunOptions{Reps: reps, Jobs: jobs}
 	for _, f := range strings.Split(counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
