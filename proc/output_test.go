@@ -46,8 +46,9 @@ func TestOutputReadFromError(t *testing.T) {
 
 // Copying a child's pipe into Outputs borrows the runner's buffers: many
 // copies allocate far less than a copy buffer each (io.Copy's own, which
-// ReadFrom replaces). A garbage collection may empty the pool, so the
-// bound is a generous fraction of what one buffer per copy would be.
+// ReadFrom replaces). A garbage collection may empty the pool, and under
+// the race detector sync.Pool drops a quarter of what it is given, so the
+// bound is half of what one buffer per copy would be.
 func TestOutputReadFromBorrowsBuffers(t *testing.T) {
 	const copies = 200
 	bufs := &copyBufs{}
@@ -67,7 +68,7 @@ func TestOutputReadFromBorrowsBuffers(t *testing.T) {
 		}
 		o.Close()
 	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > copies*copyBufSize/4 {
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > copies*copyBufSize/2 {
 		t.Errorf("%d copies allocated %d bytes, want well under a %d-byte buffer each", copies, alloc, copyBufSize)
 	}
 }
