@@ -18,10 +18,14 @@ import (
 )
 
 // RunScaleRuns runs o.Numasteal's `run` on command files of o.Ns `true`
-// lines, alternating the counts, and returns one row per count.
+// lines at each of o.Jobs, alternating the -j values and the counts, and
+// returns one row per -j and count, in that order.
 func RunScaleRuns(ctx context.Context, o ScaleRunOptions) ([]ScaleRunRow, error) {
 	if o.Reps <= 0 {
 		o.Reps = 3
+	}
+	if len(o.Jobs) == 0 {
+		o.Jobs = []int{DefaultJobs}
 	}
 	truePath, err := exec.LookPath("true")
 	if err != nil {
@@ -37,31 +41,46 @@ func RunScaleRuns(ctx context.Context, o ScaleRunOptions) ([]ScaleRunRow, error)
 			return nil, err
 		}
 	}
-	type sample struct{ wall, own, child []float64 }
-	samples := make([]sample, len(o.Ns))
-	peak := make([]int64, len(o.Ns))
+	type sample struct {
+		wall, own, child []float64
+		peak             int64
+	}
+	samples := make([]sample, len(o.Jobs)*len(o.Ns)) // by -j, then count
 	for r := 0; r < o.Reps; r++ {
-		for i, n := range o.Ns {
-			if o.Progress != nil {
-				o.Progress(fmt.Sprintf("numasteal run of %d commands, repetition %d/%d", n, r+1, o.Reps))
+		for k, jobs := range o.Jobs {
+			for i, n := range o.Ns {
+				if o.Progress != nil {
+					o.Progress(fmt.Sprintf("numasteal run of %d commands%s, repetition %d/%d", n, jobsText(jobs), r+1, o.Reps))
+				}
+				m, err := runCounted(ctx, o.Numasteal, jobs, files[i])
+				if err != nil {
+					return nil, err
+				}
+				s := &samples[k*len(o.Ns)+i]
+				s.wall = append(s.wall, m.wall.Seconds()*1e6/float64(n))
+				s.own = append(s.own, m.own*1e6/float64(n))
+				s.child = append(s.child, m.child*1e6/float64(n))
+				s.peak = max(s.peak, m.rssKiB)
 			}
-			m, err := runCounted(ctx, o.Numasteal, o.Jobs, files[i])
-			if err != nil {
-				return nil, err
-			}
-			s := &samples[i]
-			s.wall = append(s.wall, m.wall.Seconds()*1e6/float64(n))
-			s.own = append(s.own, m.own*1e6/float64(n))
-			s.child = append(s.child, m.child*1e6/float64(n))
-			peak[i] = max(peak[i], m.rssKiB)
 		}
 	}
-	rows := make([]ScaleRunRow, len(o.Ns))
-	for i, n := range o.Ns {
-		rows[i] = ScaleRunRow{N: n, WallUSPerTask: median(samples[i].wall), OwnCPUUS: median(samples[i].own),
-			ChildCPUUS: median(samples[i].child), PeakRSSKiB: peak[i]}
+	rows := make([]ScaleRunRow, len(samples))
+	for k, jobs := range o.Jobs {
+		for i, n := range o.Ns {
+			s := &samples[k*len(o.Ns)+i]
+			rows[k*len(o.Ns)+i] = ScaleRunRow{Jobs: jobs, N: n, WallUSPerTask: median(s.wall), OwnCPUUS: median(s.own),
+				ChildCPUUS: median(s.child), PeakRSSKiB: s.peak}
+		}
 	}
 	return rows, nil
+}
+
+// jobsText is " at -j N" for a progress line, "" for the default.
+func jobsText(jobs int) string {
+	if jobs == DefaultJobs {
+		return ""
+	}
+	return " at -j " + strconv.Itoa(jobs)
 }
 
 // writeTrueFile writes a command file of n lines "TRUE" (the path of
@@ -91,12 +110,13 @@ type countedRun struct {
 	rssKiB     int64
 }
 
-// runCounted runs numasteal run on file and reads the process's own CPU
-// time from /proc between its exit and its reaping (waitid WNOWAIT): the
-// parent's wait4 rusage would add the commands' time to it.
+// runCounted runs numasteal run on file at -j jobs (DefaultJobs: none)
+// and reads the process's own CPU time from /proc between its exit and
+// its reaping (waitid WNOWAIT): the parent's wait4 rusage would add the
+// commands' time to it.
 func runCounted(ctx context.Context, numasteal string, jobs int, file string) (countedRun, error) {
 	args := []string{"run", "--progress", "none", "--history=", "-q"}
-	if jobs > 0 {
+	if jobs != DefaultJobs {
 		args = append(args, "-j", strconv.Itoa(jobs))
 	}
 	cmd := exec.CommandContext(ctx, numasteal, append(args, file)...)

@@ -45,8 +45,8 @@ func BenchmarkRunGraph(b *testing.B) {
 
 // BenchmarkRunMemory runs 2000 /bin/true tasks (independent) per op and
 // reports the heap the run holds per task once it is over (the Report
-// kept), with a history recording every task and a no-op progress
-// callback, as `numasteal run` has, at -j workers and -j 0.
+// kept), with a history recording every task, a no-op progress callback
+// and ReleaseSucceeded, as `numasteal run` has, at -j workers and -j 0.
 func BenchmarkRunMemory(b *testing.B) {
 	rt, err := runtime.New(runtime.Config{})
 	if err != nil {
@@ -67,7 +67,7 @@ func BenchmarkRunMemory(b *testing.B) {
 				goruntime.GC()
 				goruntime.ReadMemStats(&before)
 				var top uint64
-				rep, err := Run(context.Background(), rt, g, Options{Slots: slots, History: h,
+				rep, err := Run(context.Background(), rt, g, Options{Slots: slots, History: h, ReleaseSucceeded: true,
 					Progress: func(Status) {
 						var ms goruntime.MemStats
 						if top == 0 || h.Len()%200 == 0 {

@@ -81,6 +81,14 @@ type Options struct {
 	// Progress (or has ended, without Progress), unless the task failed:
 	// a failure's output stays for the Report.
 	KeepOutput bool
+	// ReleaseSucceeded lets go of a task's process result once the task
+	// has succeeded and been reported (to Progress, or has ended, without
+	// Progress): its TaskResult in the Report has Proc nil. A run then
+	// holds per succeeded task nothing beyond the scheduler's state, which
+	// matters at a hundred thousand tasks; Report.User and Sys still sum
+	// every process, and a task that did not succeed keeps its Proc.
+	// KeepOutput overrides it.
+	ReleaseSucceeded bool
 }
 
 // Status is a progress report.
@@ -98,8 +106,10 @@ type Status struct {
 type TaskResult struct {
 	buildgraph.Result
 	// Proc is how its process ended; nil when it never started (Skipped,
-	// NotRun, Canceled before its turn). In a Report, only a failed task's
-	// Stdout and Stderr can still be read, unless Options.KeepOutput.
+	// NotRun, Canceled before its turn), and in a Report for a task that
+	// succeeded under Options.ReleaseSucceeded. In a Report, only a failed
+	// task's Stdout and Stderr can still be read, unless
+	// Options.KeepOutput.
 	Proc *proc.Result
 }
 
@@ -204,14 +214,21 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 		runner.Close()
 		return nil, err
 	}
+	if opts.KeepOutput {
+		opts.ReleaseSucceeded = false
+	}
 	b := &build{
 		opts:    opts,
 		sched:   sched,
 		runner:  runner,
 		start:   time.Now(),
-		procs:   make(map[*buildgraph.Task]*proc.Result, len(g.Tasks)),
 		farm:    fx,
 		environ: environ,
+	}
+	if opts.ReleaseSucceeded {
+		b.procs = make(map[*buildgraph.Task]*proc.Result)
+	} else {
+		b.procs = make(map[*buildgraph.Task]*proc.Result, len(g.Tasks))
 	}
 	if opts.Slots <= 0 {
 		b.window = 2 * pcfg.Slots
@@ -236,9 +253,12 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	stopTicker()
 
 	b.report.Elapsed = time.Since(b.start)
-	for _, r := range sched.Results() {
-		tr := TaskResult{Result: r, Proc: b.procs[r.Task]}
-		b.report.Tasks = append(b.report.Tasks, tr)
+	// Task by task rather than through sched.Results, so that the
+	// results are not held twice.
+	b.report.Tasks = make([]TaskResult, len(g.Tasks))
+	for i, t := range g.Tasks {
+		r := sched.Result(t)
+		b.report.Tasks[i] = TaskResult{Result: r, Proc: b.procs[t]}
 		b.report.Counts[r.Outcome]++
 	}
 	return &b.report, nil
@@ -275,8 +295,8 @@ type build struct {
 	queued   []*buildgraph.Task // handed out, waiting for the window; FIFO
 	inRunner int
 
-	mu        sync.Mutex // guards the fields below and serialises Progress
-	procs     map[*buildgraph.Task]*proc.Result
+	mu        sync.Mutex                        // guards the fields below and serialises Progress
+	procs     map[*buildgraph.Task]*proc.Result // none of succeeded tasks under ReleaseSucceeded
 	report    Report
 	doneWall  time.Duration // summed wall time of finished tasks, for the ETA
 	doneTasks int
@@ -363,7 +383,9 @@ func (b *build) finish(t *buildgraph.Task, res *proc.Result) {
 		b.opts.Trace.TaskSpan(max(res.CPU, 0), r, extra)
 	}
 	b.mu.Lock()
-	b.procs[t] = res
+	if o != buildgraph.Succeeded || !b.opts.ReleaseSucceeded {
+		b.procs[t] = res
+	}
 	b.report.User += res.User
 	b.report.Sys += res.Sys
 	if res.Pid > 0 {

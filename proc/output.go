@@ -12,6 +12,27 @@ import (
 // keeps in memory before it spills the stream to a temporary file.
 const DefaultOutputLimit = 64 << 10
 
+// copyBufSize is the size of the buffers an Output reads a child's pipe
+// through (ReadFrom): io.Copy's.
+const copyBufSize = 32 << 10
+
+// copyBufs lends the buffers Outputs read pipes through, so that a task
+// allocates none (io.Copy would make one of copyBufSize per stream, most
+// of what a run of short tasks allocates). One per Runner: a buffer is in
+// use only while a stream is being copied, so the pool holds about two per
+// running process.
+type copyBufs struct{ pool sync.Pool }
+
+func (c *copyBufs) get() *[]byte {
+	if b, ok := c.pool.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, copyBufSize)
+	return &b
+}
+
+func (c *copyBufs) put(b *[]byte) { c.pool.Put(b) }
+
 // Output is one captured output stream (stdout or stderr) of a process
 // task. The first bytes are kept in memory; once the stream grows past the
 // limit, all of it moves to a temporary file, so a compiler that prints a
@@ -32,13 +53,42 @@ type Output struct {
 	// this process be killed before Close; forget undoes that.
 	track  func(path string) (forget func())
 	forget func()
+	bufs   *copyBufs // lends ReadFrom its buffer; nil: ReadFrom makes one
 }
 
 // newOutput returns an Output that keeps up to limit bytes in memory and
 // spills into a temporary file in dir ("" for os.TempDir), registered
-// with track (nil: not registered).
-func newOutput(limit int, dir string, track func(string) func()) *Output {
-	return &Output{limit: limit, dir: dir, track: track}
+// with track (nil: not registered), reading pipes through buffers of bufs
+// (nil: its own).
+func newOutput(limit int, dir string, track func(string) func(), bufs *copyBufs) *Output {
+	return &Output{limit: limit, dir: dir, track: track, bufs: bufs}
+}
+
+// ReadFrom implements io.ReaderFrom: it writes all of r to the stream
+// until EOF, as Write would, through a buffer lent by the runner. os/exec
+// copies a child's output pipe with io.Copy, which calls it.
+func (o *Output) ReadFrom(r io.Reader) (int64, error) {
+	bufs := o.bufs
+	if bufs == nil {
+		bufs = &copyBufs{}
+	}
+	bp := bufs.get()
+	defer bufs.put(bp)
+	buf := *bp
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			o.Write(buf[:k]) // never fails (Write)
+			n += int64(k)
+		}
+		switch {
+		case err == io.EOF:
+			return n, nil
+		case err != nil:
+			return n, err
+		}
+	}
 }
 
 // Write implements io.Writer. It never fails to the writer (the child

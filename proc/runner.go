@@ -138,6 +138,7 @@ type Runner struct {
 
 	sup    *supervise.Supervisor
 	ownSup bool // sup was made by NewRunner: Close closes it
+	bufs   copyBufs
 
 	// running counts the processes running on each CPU, for the
 	// placement; index = CPU id. goLoad is the runtime's Load.
@@ -236,8 +237,8 @@ func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 	p := &Process{done: make(chan struct{})}
 	res := &Result{
 		Args: cmd.Args, CPU: -1, Worker: -1, Pid: -1, ExitCode: -1,
-		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath),
-		Stderr: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath),
+		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath, &r.bufs),
+		Stderr: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath, &r.bufs),
 	}
 	p.result = res
 	r.mu.Lock()

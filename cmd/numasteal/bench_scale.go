@@ -23,12 +23,16 @@ func runBenchScale(ctx context.Context, args []string, stdout, stderr io.Writer)
 	asJSON := fs.Bool("json", false, `print {"rows": [{"shape", "n", "ns_per_task", ...}]}`)
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	runs := fs.String("run", "", "instead: `numasteal run` of this many `true` commands, comma-separated counts (e.g. 10000,100000), alternated")
-	jobs := fs.IntP("jobs", "j", 0, "with --run: numasteal run's -j (0: its default)")
+	jobs := fs.StringP("jobs", "j", "default", "with --run: comma-separated -j values for numasteal run, alternated (default: none given, one slot per CPU; e.g. default,0)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
+	js, err := parseJobsList(*jobs)
+	if err != nil {
+		return usageError(fs, stderr, fmt.Errorf("--jobs: %w", err))
+	}
 	if *runs != "" {
-		return benchScaleRuns(ctx, *runs, *jobs, *reps, *asJSON, *quiet, stdout, stderr)
+		return benchScaleRuns(ctx, *runs, js, *reps, *asJSON, *quiet, stdout, stderr)
 	}
 	opts := bench.ScaleOptions{Reps: *reps, NoProgress: *noProgress, Shapes: strings.Split(*shapes, ",")}
 	for _, f := range strings.Split(*ns, ",") {
@@ -68,8 +72,9 @@ func runBenchScale(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 // benchScaleRuns is "numasteal bench scale --run N1,N2": wall and own CPU
-// time per command of numasteal run over N true commands.
-func benchScaleRuns(ctx context.Context, counts string, jobs, reps int, asJSON, quiet bool, stdout, stderr io.Writer) int {
+// time and peak RSS per command of numasteal run over N true commands, at
+// each -j of jobs (bench.DefaultJobs: none).
+func benchScaleRuns(ctx context.Context, counts string, jobs []int, reps int, asJSON, quiet bool, stdout, stderr io.Writer) int {
 	o := bench.ScaleRunOptions{Reps: reps, Jobs: jobs}
 	for _, f := range strings.Split(counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -105,10 +110,41 @@ func benchScaleRuns(ctx context.Context, counts string, jobs, reps int, asJSON, 
 			Rows []bench.ScaleRunRow `json:"rows"`
 		}{rows})
 	}
-	fmt.Fprintf(stdout, "%9s %14s %9s %16s %18s %12s\n", "commands", "wall µs/cmd", "vs first", "own CPU µs/cmd", "children µs/cmd", "peak RSS KiB")
-	for _, r := range rows {
-		fmt.Fprintf(stdout, "%9d %14.1f %8.2fx %16.1f %18.1f %12d\n", r.N, r.WallUSPerTask,
-			r.WallUSPerTask/rows[0].WallUSPerTask, r.OwnCPUUS, r.ChildCPUUS, r.PeakRSSKiB)
+	fmt.Fprintf(stdout, "%7s %9s %14s %9s %16s %18s %12s\n", "-j", "commands", "wall µs/cmd", "vs first", "own CPU µs/cmd", "children µs/cmd", "peak RSS KiB")
+	var first float64
+	for i, r := range rows {
+		if i == 0 || rows[i-1].Jobs != r.Jobs {
+			first = r.WallUSPerTask
+		}
+		fmt.Fprintf(stdout, "%7s %9d %14.1f %8.2fx %16.1f %18.1f %12d\n", jobsName(r.Jobs), r.N, r.WallUSPerTask,
+			r.WallUSPerTask/first, r.OwnCPUUS, r.ChildCPUUS, r.PeakRSSKiB)
 	}
 	return exitOK
+}
+
+// parseJobsList parses --jobs: comma-separated -j values, each a count of
+// 0 or more or "default" (bench.DefaultJobs).
+func parseJobsList(s string) ([]int, error) {
+	var js []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "default" {
+			js = append(js, bench.DefaultJobs)
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("bad -j %q (want 0 or more, or default)", f)
+		}
+		js = append(js, n)
+	}
+	return js, nil
+}
+
+// jobsName is a -j for the table: the number, or "default".
+func jobsName(jobs int) string {
+	if jobs == bench.DefaultJobs {
+		return "default"
+	}
+	return strconv.Itoa(jobs)
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/numasteal/numasteal/bench"
 )
 
 func TestBenchScaleJSON(t *testing.T) {
@@ -34,5 +36,21 @@ func TestBenchScaleJSON(t *testing.T) {
 	}
 	if code := dispatch(context.Background(), []string{"bench", "scale", "-n", "0"}, &out, &errb); code != exitUsage {
 		t.Errorf("-n 0: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestParseJobsList(t *testing.T) {
+	got, err := parseJobsList("default, 0,4")
+	if err != nil || len(got) != 3 || got[0] != bench.DefaultJobs || got[1] != 0 || got[2] != 4 {
+		t.Errorf("parseJobsList(\"default, 0,4\") = %v, %v", got, err)
+	}
+	for _, bad := range []string{"-1", "x", "", "2,"} {
+		if _, err := parseJobsList(bad); err == nil {
+			t.Errorf("parseJobsList(%q): no error", bad)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"bench", "scale", "--run", "10", "--jobs", "x"}, &out, &errb); code != exitUsage {
+		t.Errorf("--jobs x: exit %d, want %d", code, exitUsage)
 	}
 }

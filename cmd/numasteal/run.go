@@ -92,7 +92,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
-	if code, ok := checkRun(&f, flagsSet(fs), fs.Arg(0), stderr); !ok { // run_check.go
+	g, code, ok := checkRun(&f, flagsSet(fs), fs.Arg(0), stderr) // run_check.go
+	if !ok {
 		return code
 	}
 	bad := func(err error) int {
@@ -116,10 +117,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad(fmt.Errorf("unknown --progress %q (want auto, lines or none)", f.progress))
 	}
 
-	g, err := loadWorkload(fs.Arg(0), f.format)
-	if err != nil {
-		return bad(err)
-	}
 	if err := g.CheckPrograms(os.Getenv("PATH")); err != nil {
 		return bad(err)
 	}
@@ -208,6 +205,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Started:       disp.started,
 		Runner:        ms.watch,
 		Farm:          rf.options(),
+		// What the end needs of a task that succeeded is its count: its
+		// output is printed when it is reported.
+		ReleaseSucceeded: true,
 	})
 	if err != nil {
 		var be *buildgraph.Error
@@ -220,7 +220,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer rep.Close()
 	disp.finish()
 
-	code := exitOK
+	code = exitOK
 	if !rep.OK() {
 		code = exitFail
 	}
@@ -270,23 +270,6 @@ func newSupervisor(grace time.Duration, js *jobserver.Pool) (*supervise.Supervis
 		defer tokens.Close() // the watchdog has its own copy
 	}
 	return supervise.New(supervise.Options{Grace: grace, Subreaper: true, Watchdog: exe, WatchdogTokens: tokens})
-}
-
-// loadWorkload reads the workload file in the given format ("auto" to
-// detect it).
-func loadWorkload(path, format string) (*buildgraph.Graph, error) {
-	if format == "auto" {
-		return buildgraph.LoadFile(path)
-	}
-	fm, err := buildgraph.ParseFormat(format)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return buildgraph.Parse(path, data, fm)
 }
 
 // writeTrace writes the trace to path, never through a link planted there

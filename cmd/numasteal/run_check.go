@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,13 +29,15 @@ import (
 // which flags were given (isSet).
 
 // checkRun runs every check of a "numasteal run" of file with flags f,
-// printing each problem to stderr. ok is false when the run must stop
-// with code (exitUsage). Warnings (a history with bad lines, which is
-// used without them) are printed and do not stop the run.
-func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.Writer) (code int, ok bool) {
-	bad := func(err error) (int, bool) {
+// printing each problem to stderr, and returns the workload it loaded
+// and checked, which the run uses (a second load would cost its time and
+// hold two graphs of a large file at once). ok is false when the run
+// must stop with code (exitUsage). Warnings (a history with bad lines,
+// which is used without them) are printed and do not stop the run.
+func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.Writer) (g *buildgraph.Graph, code int, ok bool) {
+	bad := func(err error) (*buildgraph.Graph, int, bool) {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
-		return exitUsage, false
+		return nil, exitUsage, false
 	}
 	for _, err := range []error{checkJobs(f.jobs, isSet("jobs")), checkTimeout(f.timeout), checkMem(f.memMB)} {
 		if err != nil {
@@ -69,7 +72,7 @@ func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.
 			return bad(err)
 		}
 	}
-	return exitOK, true
+	return g, exitOK, true
 }
 
 // flagsSet returns whether fs was given a flag of the name, for checkRun.
@@ -256,12 +259,19 @@ func checkTaskDirs(g *buildgraph.Graph) error {
 // buildgraph.NewScheduler: that no task needs more CPU slots than there
 // are usable CPUs (nor more memory than --mem). -j 0 gives the scheduler
 // no slot limit, so without this a task of "cpus": 64 on a 2-CPU machine
-// was accepted.
+// was accepted. Only when some task is too big is a scheduler built, for
+// its errors: a second one of a large graph would cost the run's setup
+// time and memory for nothing.
 func checkFitsCPUs(g *buildgraph.Graph, memMB int) error {
 	t, err := topology.Discover()
 	if err != nil {
 		return nil // the run reports it, as it always has
 	}
-	_, err = buildgraph.NewScheduler(g, buildgraph.Limits{Slots: t.Usable.Len(), MemMB: memMB}, nil)
+	lim := buildgraph.Limits{Slots: t.Usable.Len(), MemMB: memMB}
+	tooBig := func(task *buildgraph.Task) bool { return task.Slots() > lim.Slots || lim.MemMB > 0 && task.MemMB > lim.MemMB }
+	if !slices.ContainsFunc(g.Tasks, tooBig) {
+		return nil
+	}
+	_, err = buildgraph.NewScheduler(g, lim, nil)
 	return err
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // The output of each task that succeeded appears once, whole, right after
-// its status line, so in the order the tasks ended; --quiet shows none.
+// its status line, so in the order the tasks ended, at -j 3 and at -j 0;
+// --quiet shows none.
 func TestRunPrintsOutputOfSucceededTasks(t *testing.T) {
 	dir := t.TempDir()
 	var lines []string
@@ -21,41 +22,43 @@ func TestRunPrintsOutputOfSucceededTasks(t *testing.T) {
 	}
 	lines = append(lines, "true") // prints nothing: no block
 	cmds := writeFile(t, dir, "c.txt", strings.Join(lines, "\n")+"\n")
-	code, out, errOut := runCmd(t, dir, "-j3", "--progress=lines", cmds)
-	if code != exitOK {
-		t.Fatalf("exit %d, stderr %s", code, errOut)
-	}
-	status := regexp.MustCompile(`^\[(\d+)/7\] ok line (\d+) `)
-	got := strings.Split(out, "\n")
-	var order []int
-	for i := 0; i < len(got); i++ {
-		m := status.FindStringSubmatch(got[i])
-		if m == nil {
-			continue
+	for _, jobs := range []string{"-j3", "-j0"} { // -j0: every task admitted at once
+		code, out, errOut := runCmd(t, dir, jobs, "--progress=lines", cmds)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d, stderr %s", jobs, code, errOut)
 		}
-		var line int
-		fmt.Sscan(m[2], &line)
-		order = append(order, line)
-		if line == 7 {
-			continue
+		status := regexp.MustCompile(`^\[(\d+)/7\] ok line (\d+) `)
+		got := strings.Split(out, "\n")
+		var order []int
+		for i := 0; i < len(got); i++ {
+			m := status.FindStringSubmatch(got[i])
+			if m == nil {
+				continue
+			}
+			var line int
+			fmt.Sscan(m[2], &line)
+			order = append(order, line)
+			if line == 7 {
+				continue
+			}
+			for n := range 10 {
+				want := fmt.Sprintf("task%d-%d", line-1, n)
+				if i+1+n >= len(got) || got[i+1+n] != want {
+					t.Fatalf("%s: after %q, line %d is not %q:\n%s", jobs, got[i], n+1, want, out)
+				}
+			}
 		}
-		for n := range 10 {
-			want := fmt.Sprintf("task%d-%d", line-1, n)
-			if i+1+n >= len(got) || got[i+1+n] != want {
-				t.Fatalf("after %q, line %d is not %q:\n%s", got[i], n+1, want, out)
+		if len(order) != 7 {
+			t.Fatalf("%s: %d status lines, want 7:\n%s", jobs, len(order), out)
+		}
+		for i := range 6 {
+			if c := strings.Count(out, fmt.Sprintf("task%d-", i)); c != 10 {
+				t.Errorf("%s: task%d: %d lines of output, want 10 (once each)", jobs, i, c)
 			}
 		}
 	}
-	if len(order) != 7 {
-		t.Fatalf("%d status lines, want 7:\n%s", len(order), out)
-	}
-	for i := range 6 {
-		if c := strings.Count(out, fmt.Sprintf("task%d-", i)); c != 10 {
-			t.Errorf("task%d: %d lines of output, want 10 (once each)", i, c)
-		}
-	}
 
-	code, out, _ = runCmd(t, dir, "-j3", "--progress=lines", "--quiet", cmds)
+	code, out, _ := runCmd(t, dir, "-j3", "--progress=lines", "--quiet", cmds)
 	if code != exitOK || strings.Contains(out, "task0-") {
 		t.Errorf("--quiet: exit %d, output shown:\n%s", code, out)
 	}
