@@ -268,7 +268,9 @@ func checkFitsCPUs(g *buildgraph.Graph, memMB int) error {
 		return nil // the run reports it, as it always has
 	}
 	lim := buildgraph.Limits{Slots: t.Usable.Len(), MemMB: memMB}
-	tooBig := func(task *buildgraph.Task) bool { return task.Slots() > lim.Slots || lim.MemMB > 0 && task.MemMB > lim.MemMB }
+	tooBig := func(task *buildgraph.Task) bool {
+		return task.Slots() > lim.Slots || lim.MemMB > 0 && task.MemMB > lim.MemMB
+	}
 	if !slices.ContainsFunc(g.Tasks, tooBig) {
 		return nil
 	}
