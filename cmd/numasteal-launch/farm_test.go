@@ -10,138 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/numasteal/numasteal/internal/distcctest"
 	"github.com/numasteal/numasteal/launch/daemon"
 )
-
-// requireDistcc skips the test when distcc, distccd or gcc is missing
-// (.ci/run installs the distcc package).
-func requireDistcc(t *testing.T) {
-	t.Helper()
-	for _, tool := range []string{"distcc", "distccd", "gcc", "make"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: the farm tests need distcc and distccd (Debian's distcc package; .ci/run installs it)", tool)
-		}
-	}
-}
-
-// distccd is a distccd the test started on a loopback port.
-type distccd struct {
-	spec string // its DISTCC_HOSTS entry, host:port/slots
-	log  string
-}
-
-// compiles counts the log's lines with word: COMPILE_OK, COMPILE_ERROR.
-func (d *distccd) compiles(t *testing.T, word string) int {
-	b, err := os.ReadFile(d.log)
-	if err != nil {
-		t.Fatalf("distccd log: %v", err)
-	}
-	return strings.Count(string(b), word)
-}
-
-// startDistccd starts a distccd on a free loopback port, allowing
-// 127.0.0.1 and running slots jobs, with its log in dir, and stops it
-// (with the compilers it runs, which sit in process groups of their own)
-// at the end of the test. dir must be writable by everyone: distccd
-// started as root drops to its own user.
-func startDistccd(t *testing.T, dir string, slots int) *distccd {
-	t.Helper()
-	port := freePort(t)
-	d := &distccd{spec: fmt.Sprintf("127.0.0.1:%d/%d", port, slots), log: filepath.Join(dir, "distccd.log")}
-	if err := os.WriteFile(d.log, nil, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(d.log, 0o666)
-	cmd := exec.Command("distccd", "--daemon", "--no-detach", "--port", strconv.Itoa(port),
-		"--listen", "127.0.0.1", "--allow", "127.0.0.1", "--jobs", strconv.Itoa(slots), "--log-file", d.log)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("distccd: %v", err)
-	}
-	t.Cleanup(func() {
-		root := cmd.Process.Pid
-		syscall.Kill(-root, syscall.SIGSTOP) // no more forks while we look
-		groups := map[int]bool{root: true}
-		for _, p := range descendants(root) {
-			if g, err := syscall.Getpgid(p); err == nil {
-				groups[g] = true
-			}
-		}
-		for g := range groups {
-			syscall.Kill(-g, syscall.SIGKILL)
-		}
-		cmd.Wait()
-	})
-	poll(t, "distccd to listen", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return d
-}
-
-// descendants returns the pids of root's descendants, from /proc.
-func descendants(root int) []int {
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			children[ppid] = append(children[ppid], pid)
-		}
-	}
-	var out []int
-	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
-		for _, c := range children[queue[0]] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// freePort returns a loopback TCP port nobody listens on now.
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// sharedDir returns a new directory everyone may write (distccd's log,
-// the clients' DISTCC_DIR), in the temporary directory itself: t.TempDir's
-// parent is closed to distccd's user.
-func sharedDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "nsl-distcc-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // farmEnv returns a daemon env with one local slot and the farm host
 // spec (numasteal serve --farm).
@@ -164,17 +39,17 @@ func (e *env) hosts() []daemon.HostStatus {
 // distccd and builds; the daemon's count of the host's jobs is distccd's,
 // every job is done once, and the link stays local.
 func TestFarmMake(t *testing.T) {
-	requireDistcc(t)
-	shared := sharedDir(t)
-	d := startDistccd(t, shared, 2)
-	e, dir := farmEnv(t, shared, d.spec), project(t, 8)
+	distcctest.Require(t, "make")
+	shared := distcctest.SharedDir(t)
+	d := distcctest.Start(t, shared, 1, 2)[0]
+	e, dir := farmEnv(t, shared, d.Spec()), project(t, 8)
 	out := run(t, e.cmd(dir, "make", "-j4", "CC="+e.launcher()+" gcc"))
 	checkBuilt(t, e, dir, "prog", 10, out)
 	hs := e.hosts()
 	if len(hs) != 1 {
 		t.Fatalf("status lists %d farm hosts, want 1: %+v", len(hs), hs)
 	}
-	logged := d.compiles(t, "COMPILE_OK")
+	logged := d.Count(t, "COMPILE_OK")
 	t.Logf("host %+v; distccd logged %d compiles", hs[0], logged)
 	if hs[0].Jobs == 0 || hs[0].Jobs != logged || hs[0].Failures != 0 || hs[0].Running != 0 {
 		t.Errorf("farm host %+v, distccd logged %d compiles: want some, the same number, no failures", hs[0], logged)
@@ -195,8 +70,8 @@ func TestFarmMake(t *testing.T) {
 // once it ends, the build succeeds, every compile runs here exactly once,
 // and the build shows none of distcc's messages.
 func TestFarmHostsDown(t *testing.T) {
-	requireDistcc(t)
-	shared := sharedDir(t)
+	distcctest.Require(t, "make")
+	shared := distcctest.SharedDir(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +88,7 @@ func TestFarmHostsDown(t *testing.T) {
 		}
 	}()
 	hangup := l.Addr().String() + "/2"
-	refused := fmt.Sprintf("127.0.0.1:%d/2", freePort(t))
+	refused := fmt.Sprintf("127.0.0.1:%d/2", distcctest.FreePort(t))
 	// The daemon a launcher starts reads the farm from $DISTCC_HOSTS.
 	e, dir := newEnv(t, "--slots 1"), project(t, 8)
 	e.vars = append(e.vars, "DISTCC_DIR="+shared, "DISTCC_HOSTS="+refused+" "+hangup)
@@ -276,10 +151,10 @@ func TestFarmHostsDown(t *testing.T) {
 // here would wait for the held slot), and counts against nobody; a good
 // one compiles there.
 func TestFarmCompileError(t *testing.T) {
-	requireDistcc(t)
-	shared := sharedDir(t)
-	d := startDistccd(t, shared, 1)
-	e := farmEnv(t, shared, d.spec)
+	distcctest.Require(t, "make")
+	shared := distcctest.SharedDir(t)
+	d := distcctest.Start(t, shared, 1, 1)[0]
+	e := farmEnv(t, shared, d.Spec())
 	held, _ := startHeld(t, e, false)
 	defer func() { held.Process.Kill(); held.Wait() }()
 
@@ -310,7 +185,7 @@ func TestFarmCompileError(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "undeclared") {
 		t.Errorf("failing compile: exit %d, want gcc's 1 with its diagnostics:\n%s", code, out)
 	}
-	if n := d.compiles(t, "COMPILE_ERROR"); n != 1 {
+	if n := d.Count(t, "COMPILE_ERROR"); n != 1 {
 		t.Errorf("distccd ran the failing compile %d times, want 1", n)
 	}
 	if code, out := compile("good.c"); code != 0 {
@@ -323,7 +198,7 @@ func TestFarmCompileError(t *testing.T) {
 	if len(hs) != 1 || hs[0].Jobs != 1 || hs[0].Failures != 0 || hs[0].Down {
 		t.Errorf("farm hosts %+v: want one with the good compile, no failures", hs)
 	}
-	if n := d.compiles(t, "COMPILE_OK"); n != 1 {
+	if n := d.Count(t, "COMPILE_OK"); n != 1 {
 		t.Errorf("distccd compiled %d, want 1", n)
 	}
 }
