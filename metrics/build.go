@@ -60,15 +60,34 @@ func (c *BuildCollector) Collect(ch chan<- prometheus.Metric) {
 // FarmCollector is a prometheus.Collector of a compile farm's hosts: up
 // or backing off, slots in use, jobs and host faults, placement score.
 type FarmCollector struct {
-	f                         *farm.Farm
-	up, running, slots, score *prometheus.Desc
-	jobs, failures            *prometheus.Desc
+	f *farm.Farm
+	d hostDescs
 }
 
 // NewFarmCollector returns a collector of f.
 func NewFarmCollector(f *farm.Farm) *FarmCollector {
-	return &FarmCollector{
-		f:        f,
+	return &FarmCollector{f: f, d: newHostDescs()}
+}
+
+// Describe implements prometheus.Collector.
+func (c *FarmCollector) Describe(ch chan<- *prometheus.Desc) { c.d.describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (c *FarmCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, h := range c.f.Stats(time.Now()) {
+		c.d.collect(ch, hostSample{h.Host.Addr(), h.Down, h.Running, h.Host.Slots, h.Score, h.Jobs, h.Failures})
+	}
+}
+
+// hostDescs are the series of one farm host, which both a run's farm
+// (FarmCollector) and the daemon's (DaemonCollector) report.
+type hostDescs struct {
+	up, running, slots, score *prometheus.Desc
+	jobs, failures            *prometheus.Desc
+}
+
+func newHostDescs() hostDescs {
+	return hostDescs{
 		up:       desc("farm_host_up", "1 while the farm host takes jobs, 0 while it backs off after a fault.", "host"),
 		running:  desc("farm_host_slots_used", "Jobs running on the farm host.", "host"),
 		slots:    desc("farm_host_slots", "Jobs the farm host may run at once (its /LIMIT).", "host"),
@@ -78,26 +97,30 @@ func NewFarmCollector(f *farm.Farm) *FarmCollector {
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (c *FarmCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.running, c.slots, c.score, c.jobs, c.failures} {
-		ch <- d
+func (d hostDescs) describe(ch chan<- *prometheus.Desc) {
+	for _, x := range []*prometheus.Desc{d.up, d.running, d.slots, d.score, d.jobs, d.failures} {
+		ch <- x
 	}
 }
 
-// Collect implements prometheus.Collector.
-func (c *FarmCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, h := range c.f.Stats(time.Now()) {
-		host := h.Host.Addr()
-		up := 1.0
-		if h.Down {
-			up = 0
-		}
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, host)
-		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(h.Running), host)
-		ch <- prometheus.MustNewConstMetric(c.slots, prometheus.GaugeValue, float64(h.Host.Slots), host)
-		ch <- prometheus.MustNewConstMetric(c.score, prometheus.GaugeValue, h.Score, host)
-		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.CounterValue, float64(h.Jobs), host)
-		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.Failures), host)
+// hostSample is one host's figures at a scrape.
+type hostSample struct {
+	host           string
+	down           bool
+	running, slots int
+	score          float64
+	jobs, failures int
+}
+
+func (d hostDescs) collect(ch chan<- prometheus.Metric, h hostSample) {
+	up := 1.0
+	if h.down {
+		up = 0
 	}
+	ch <- prometheus.MustNewConstMetric(d.up, prometheus.GaugeValue, up, h.host)
+	ch <- prometheus.MustNewConstMetric(d.running, prometheus.GaugeValue, float64(h.running), h.host)
+	ch <- prometheus.MustNewConstMetric(d.slots, prometheus.GaugeValue, float64(h.slots), h.host)
+	ch <- prometheus.MustNewConstMetric(d.score, prometheus.GaugeValue, h.score, h.host)
+	ch <- prometheus.MustNewConstMetric(d.jobs, prometheus.CounterValue, float64(h.jobs), h.host)
+	ch <- prometheus.MustNewConstMetric(d.failures, prometheus.CounterValue, float64(h.failures), h.host)
 }

@@ -91,7 +91,8 @@ func TestFarmCollector(t *testing.T) {
 
 func TestDaemonCollector(t *testing.T) {
 	st := daemon.Status{Slots: 2, MemBudget: 1 << 20, MemUsed: 256 << 10, Done: 7,
-		Running: []daemon.JobStatus{{ID: 1}}, Waiting: []daemon.BuildQueue{{Build: "make:1", Waiting: 3}}}
+		Running: []daemon.JobStatus{{ID: 1}}, Waiting: []daemon.BuildQueue{{Build: "make:1", Waiting: 3}},
+		Hosts: []daemon.HostStatus{{Host: "a:3632", Slots: 4, Running: 1, Jobs: 9}, {Host: "b:3632", Slots: 2, Failures: 1, Down: true}}}
 	c := NewDaemonCollector(func() (daemon.Status, error) { return st, nil })
 	lint(t, c)
 	want := `
@@ -101,8 +102,17 @@ numasteal_daemon_jobs_waiting{build="make:1"} 3
 # HELP numasteal_daemon_memory_held_bytes Memory the running jobs are expected to need (learned peak RSS, or a first guess).
 # TYPE numasteal_daemon_memory_held_bytes gauge
 numasteal_daemon_memory_held_bytes 2.68435456e+08
+# HELP numasteal_farm_host_up 1 while the farm host takes jobs, 0 while it backs off after a fault.
+# TYPE numasteal_farm_host_up gauge
+numasteal_farm_host_up{host="a:3632"} 1
+numasteal_farm_host_up{host="b:3632"} 0
+# HELP numasteal_farm_host_jobs_total Jobs the farm host compiled.
+# TYPE numasteal_farm_host_jobs_total counter
+numasteal_farm_host_jobs_total{host="a:3632"} 9
+numasteal_farm_host_jobs_total{host="b:3632"} 0
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "numasteal_daemon_jobs_waiting", "numasteal_daemon_memory_held_bytes"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "numasteal_daemon_jobs_waiting", "numasteal_daemon_memory_held_bytes",
+		"numasteal_farm_host_up", "numasteal_farm_host_jobs_total"); err != nil {
 		t.Error(err)
 	}
 	down := NewDaemonCollector(func() (daemon.Status, error) { return daemon.Status{}, errors.New("no daemon") })

@@ -8,13 +8,15 @@ import (
 
 // DaemonCollector is a prometheus.Collector of the launchers' daemon
 // (numasteal serve): its slots, running jobs, waiting jobs per build,
-// memory budget and the memory its running jobs hold. status is called at
+// memory budget and the memory its running jobs hold, and its farm's hosts
+// (the series of FarmCollector) when it has one. status is called at
 // each scrape (numasteal serve asks its own socket); a scrape whose
 // status fails reports nothing.
 type DaemonCollector struct {
 	status                  func() (daemon.Status, error)
 	slots, running, waiting *prometheus.Desc
 	budget, held, done      *prometheus.Desc
+	hosts                   hostDescs
 }
 
 // NewDaemonCollector returns a collector of what status reports.
@@ -27,6 +29,7 @@ func NewDaemonCollector(status func() (daemon.Status, error)) *DaemonCollector {
 		budget:  desc("daemon_memory_budget_bytes", "The daemon's memory budget."),
 		held:    desc("daemon_memory_held_bytes", "Memory the running jobs are expected to need (learned peak RSS, or a first guess)."),
 		done:    desc("daemon_jobs_done_total", "Jobs the daemon has seen end."),
+		hosts:   newHostDescs(),
 	}
 }
 
@@ -35,6 +38,7 @@ func (c *DaemonCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.slots, c.running, c.waiting, c.budget, c.held, c.done} {
 		ch <- d
 	}
+	c.hosts.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -54,4 +58,7 @@ func (c *DaemonCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.budget, float64(st.MemBudget<<10))
 	gauge(c.held, float64(st.MemUsed<<10))
 	ch <- prometheus.MustNewConstMetric(c.done, prometheus.CounterValue, float64(st.Done))
+	for _, h := range st.Hosts {
+		c.hosts.collect(ch, hostSample{h.Host, h.Down, h.Running, h.Slots, h.Score, h.Jobs, h.Failures})
+	}
 }
