@@ -55,6 +55,16 @@ func (h Host) spec(limit int) string {
 // nowhere else: h with a limit of one.
 func (h Host) DistccHosts() string { return h.spec(1) }
 
+// DistccHostsPreprocessing is DistccHosts for a distcc that preprocesses
+// here (plain mode, as a launcher runs it): it also bounds the
+// preprocessors that all such distcc clients of this user run at once to
+// cpp (distcc's --localslots_cpp, whose lock files they share; distcc's
+// own default is 8), so that remote compiles do not crowd a machine with
+// fewer CPUs than that.
+func (h Host) DistccHostsPreprocessing(cpp int) string {
+	return "--localslots_cpp=" + strconv.Itoa(max(cpp, 1)) + " " + h.spec(1)
+}
+
 // ParseError is a bad host list: where it came from and what is wrong.
 type ParseError struct {
 	// Source names the list: a file name, "$DISTCC_HOSTS" or "--farm".

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -59,7 +60,8 @@ func TestParseHosts(t *testing.T) {
 	}
 }
 
-// String and DistccHosts write what ParseHosts reads.
+// String, DistccHosts and DistccHostsPreprocessing write what ParseHosts
+// reads.
 func TestHostRoundTrip(t *testing.T) {
 	for _, in := range []string{"a:3632/4", "[::1]:3633/3,lzo", "10.1.2.3:99/16,lzo"} {
 		hs, err := ParseHosts("t", in)
@@ -72,6 +74,11 @@ func TestHostRoundTrip(t *testing.T) {
 		back, err := ParseHosts("t", hs[0].DistccHosts())
 		if err != nil || back[0].Slots != 1 || back[0].Addr() != hs[0].Addr() {
 			t.Errorf("DistccHosts() = %q: %v %+v", hs[0].DistccHosts(), err, back)
+		}
+		cpp := hs[0].DistccHostsPreprocessing(2)
+		back, err = ParseHosts("t", cpp)
+		if err != nil || len(back) != 1 || back[0].Slots != 1 || back[0].Addr() != hs[0].Addr() || !strings.HasPrefix(cpp, "--localslots_cpp=2 ") {
+			t.Errorf("DistccHostsPreprocessing(2) = %q: %v %+v", cpp, err, back)
 		}
 	}
 }

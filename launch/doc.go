@@ -28,8 +28,10 @@
 //     it back with no message.
 //  4. Remote, when the grant names a farm host instead of a CPU (the
 //     daemon has a farm and no local slot was free): run "distcc COMPILER
-//     ARGS..." with DISTCC_HOSTS naming that host alone and distcc's
-//     fallback and local retry off, wait for it, send "done" with its
+//     ARGS..." with DISTCC_HOSTS naming that host alone (and, from the
+//     daemon, --localslots_cpp at its slot count, so the preprocessors
+//     distcc runs here stay within the CPUs) and distcc's fallback and
+//     local retry off, wait for it, send "done" with its
 //     status, wall time and whether distcc itself failed (its exit codes
 //     100 to 127, not the compiler's, or a crash), and exit with its
 //     status. A

@@ -412,7 +412,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			g := launch.NewMsg("grant", "job", strconv.FormatInt(held.id, 10))
 			if lease != nil {
 				// A remote job: the launcher runs distcc and reports.
-				g.Fields = append(g.Fields, launch.Field{Key: "host", Value: lease.Host.DistccHosts()})
+				// distcc preprocesses here, outside the slots: at most
+				// as many preprocessors as slots run at once.
+				g.Fields = append(g.Fields, launch.Field{Key: "host", Value: lease.Host.DistccHostsPreprocessing(s.pool.slots)})
 			} else {
 				g.Fields = append(g.Fields, launch.Field{Key: "cpu", Value: strconv.Itoa(held.cpu)},
 					launch.Field{Key: "node", Value: strconv.Itoa(held.node)},
