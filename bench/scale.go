@@ -203,7 +203,7 @@ func scaleOnce(shape string, n int, progress bool) (scaleMeasure, error) {
 		if rounds == 0 {
 			h2 = heapInUse()
 		}
-		runtime.GC() // the last round's garbage is not collected in this one
+		runtime.GC() // so that no collection of the last round's garbage runs in this one
 		d, err := scaleSchedule(s, shape, n, progress)
 		if err != nil {
 			return m, err

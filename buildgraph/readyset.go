@@ -7,7 +7,7 @@ import "math/bits"
 // bitmap over it, and a summary over that, up to one word (the O(1) Linux
 // scheduler's priority bitmap, grown into a tree). The Scheduler keeps its
 // ready tasks in one, numbered in scheduling order, so that the next task
-// is the first member. A set of a million positions takes 125 KiB at the
+// is the first member. A set of a million positions takes 122 KiB at the
 // bottom level and 2 KiB above it: it stays in a CPU's L2 cache, where a
 // heap of as many tasks would not.
 type readySet struct {
