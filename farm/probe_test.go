@@ -4,30 +4,21 @@ import (
 	"context"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/numasteal/numasteal/internal/distcctest"
 )
 
 // listen returns a host on a loopback listener whose connections serve
 // runs on.
 func listen(t *testing.T, serve func(net.Conn)) Host {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go serve(c)
-		}
-	}()
-	return Host{Name: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, Slots: 2}
+	_, port, _ := net.SplitHostPort(distcctest.Serve(t, serve))
+	p, _ := strconv.Atoi(port)
+	return Host{Name: "127.0.0.1", Port: p, Slots: 2}
 }
 
 // ProbeAll records the round trip of a host that answers as distccd does

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -72,22 +70,7 @@ func TestFarmMake(t *testing.T) {
 func TestFarmHostsDown(t *testing.T) {
 	distcctest.Require(t, "make")
 	shared := distcctest.SharedDir(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Read(make([]byte, 64))
-			c.Close()
-		}
-	}()
-	hangup := l.Addr().String() + "/2"
+	hangup := distcctest.HangUp(t) + "/2"
 	refused := fmt.Sprintf("127.0.0.1:%d/2", distcctest.FreePort(t))
 	// The daemon a launcher starts reads the farm from $DISTCC_HOSTS.
 	e, dir := newEnv(t, "--slots 1"), project(t, 8)
@@ -103,7 +86,7 @@ func TestFarmHostsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(wrap, "gcc"), []byte("#!/bin/sh\nprev=; for a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\necho \"$out\" >> "+ran+"\nexec "+real+" \"$@\"\n"), 0o755)
+	os.WriteFile(filepath.Join(wrap, "gcc"), countingCompiler(ran, real), 0o755)
 
 	held, _ := startHeld(t, e, false)
 	c := e.cmd(dir, "make", "-j8", "CC="+e.launcher()+" gcc")
@@ -126,17 +109,7 @@ func TestFarmHostsDown(t *testing.T) {
 	if strings.Contains(out.String(), "distcc") {
 		t.Errorf("the build shows distcc's messages:\n%s", out.String())
 	}
-	b, _ := os.ReadFile(ran)
-	lines := strings.Fields(string(b))
-	sort.Strings(lines)
-	if len(lines) != 10 {
-		t.Errorf("%d commands ran, want 10 (9 compiles, 1 link), each once: %v", len(lines), lines)
-	}
-	for i := 1; i < len(lines); i++ {
-		if lines[i] == lines[i-1] {
-			t.Errorf("%s ran twice", lines[i])
-		}
-	}
+	checkRanOnce(t, ran, 10) // 9 compiles, 1 link
 	hs := e.hosts()
 	t.Logf("hosts %+v", hs)
 	for _, h := range hs {

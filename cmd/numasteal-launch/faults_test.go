@@ -140,7 +140,7 @@ func TestDaemonKilledMidBuild(t *testing.T) {
 	e, dir := newEnv(t, "--slots 1"), project(t, 8)
 	ran := filepath.Join(dir, "ran")
 	wrap := filepath.Join(dir, "cc-count")
-	os.WriteFile(wrap, []byte("#!/bin/sh\nprev=; for a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\necho \"$out\" >> "+ran+"\nexec gcc \"$@\"\n"), 0o755)
+	os.WriteFile(wrap, countingCompiler(ran, "gcc"), 0o755)
 	c := e.cmd(dir, "make", "-j8", "CC="+e.launcher()+" "+wrap)
 	var out strings.Builder
 	c.Stdout, c.Stderr = &out, &out
@@ -153,17 +153,7 @@ func TestDaemonKilledMidBuild(t *testing.T) {
 	if err := c.Wait(); err != nil {
 		t.Fatalf("make: %v\n%s", err, out.String())
 	}
-	b, _ := os.ReadFile(ran)
-	lines := strings.Fields(string(b))
-	sort.Strings(lines)
-	if len(lines) != 10 {
-		t.Errorf("%d commands ran, want 10 (9 compiles, 1 link), each once: %v", len(lines), lines)
-	}
-	for i := 1; i < len(lines); i++ {
-		if lines[i] == lines[i-1] {
-			t.Errorf("%s ran twice", lines[i])
-		}
-	}
+	checkRanOnce(t, ran, 10) // 9 compiles, 1 link
 	if second := e.daemonPID(); second == first {
 		t.Errorf("daemon %d still holds the lock after SIGKILL", first)
 	}
@@ -255,5 +245,29 @@ func TestOtherUser(t *testing.T) {
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	if out, err := c.CombinedOutput(); err == nil {
 		t.Errorf("uid 65534 reached the daemon:\n%s", out)
+	}
+}
+
+// countingCompiler is a /bin/sh wrapper of the compiler cc that appends
+// each command's -o argument (an empty line for none: a preprocessing
+// run) to the file ran, then execs cc.
+func countingCompiler(ran, cc string) []byte {
+	return []byte("#!/bin/sh\nprev=; for a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\necho \"$out\" >> " + ran + "\nexec " + cc + " \"$@\"\n")
+}
+
+// checkRanOnce checks that the file a countingCompiler wrote names want
+// outputs, none twice.
+func checkRanOnce(t *testing.T, ran string, want int) {
+	t.Helper()
+	b, _ := os.ReadFile(ran)
+	lines := strings.Fields(string(b))
+	sort.Strings(lines)
+	if len(lines) != want {
+		t.Errorf("%d commands ran, want %d, each once: %v", len(lines), want, lines)
+	}
+	for i := 1; i < len(lines); i++ {
+		if lines[i] == lines[i-1] {
+			t.Errorf("%s ran twice", lines[i])
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,34 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/numasteal/numasteal/internal/distcctest"
 	"github.com/numasteal/numasteal/launch/daemon"
 )
 
 // listening returns a host spec that answers and one that refuses.
 func listening(t *testing.T) (up, down string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() { // answers a probe as distccd does: reads it and hangs up
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Read(make([]byte, 64))
-			c.Close()
-		}
-	}()
-	d, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
-	port := func(l net.Listener) string { return strconv.Itoa(l.Addr().(*net.TCPAddr).Port) }
-	return "127.0.0.1:" + port(l) + "/4", "127.0.0.1:" + port(d) + "/2"
+	up = distcctest.HangUp(t) + "/4" // answers a probe as distccd does
+	return up, "127.0.0.1:" + strconv.Itoa(distcctest.FreePort(t)) + "/2"
 }
 
 func TestFarmStatus(t *testing.T) {

@@ -242,3 +242,37 @@ func procChildren() map[int][]int {
 	}
 	return children
 }
+
+// HangUp returns the address (127.0.0.1:PORT) of a listener that answers
+// every connection as distccd answers numasteal's probe: it reads the
+// request and hangs up. A compile sent there fails in distcc; a probe
+// finds the host up. It closes at the end of the test.
+func HangUp(t testing.TB) string {
+	t.Helper()
+	return Serve(t, func(c net.Conn) {
+		c.Read(make([]byte, 64))
+		c.Close()
+	})
+}
+
+// Serve returns the address (127.0.0.1:PORT) of a loopback listener that
+// runs serve on each connection, each in a goroutine of its own, until
+// the end of the test.
+func Serve(t testing.TB, serve func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return l.Addr().String()
+}
