@@ -74,7 +74,6 @@ type Limits struct {
 // forks thousands of times slower, so a finer lock would buy nothing
 // measurable (docs/BENCHMARKS.md, "Build scheduler scale").
 type Scheduler struct {
-	g     *Graph
 	lim   Limits
 	timed bool // weights are milliseconds from a History
 	// base is the clock's origin: node times are nanoseconds after it, read
@@ -89,7 +88,6 @@ type Scheduler struct {
 	depOff, depOn []int32
 	// Pools by number: 0 is "no pool", then Graph.Pools in name order. The
 	// tasks of pool p hold positions poolStart[p] to poolStart[p+1]-1.
-	poolName  []string
 	poolDepth []int
 	poolStart []int32
 	// maxSlots and maxMem are the largest Slots and MemMB of any task: with
@@ -152,7 +150,7 @@ type node struct {
 	prio, weight int64 // critical-path priority and weight (priority.go)
 	index        int32 // in Graph.Tasks
 	cause        int32 // for Skipped: position of the failed task; else -1
-	pool         int32 // pool number (Scheduler.poolName)
+	pool         int32 // pool number (Scheduler.poolDepth)
 	// slots and memMB are the task's Slots() and MemMB, here so that
 	// Complete reads no Task.
 	slots, memMB int32
@@ -196,7 +194,6 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 	n := len(g.Tasks)
 	base := time.Now()
 	s := &Scheduler{
-		g:          g,
 		lim:        lim,
 		base:       base,
 		since:      func() int64 { return int64(time.Since(base)) },
@@ -215,14 +212,14 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 	weight, s.timed = weights(g, hist)
 	prio := priorities(weight, deps, off, on)
 
-	s.poolName = append([]string{""}, slices.Sorted(maps.Keys(g.Pools))...)
-	poolNum := make(map[string]int32, len(s.poolName))
-	s.poolDepth = make([]int, len(s.poolName))
-	for k, name := range s.poolName[1:] {
+	poolName := append([]string{""}, slices.Sorted(maps.Keys(g.Pools))...)
+	poolNum := make(map[string]int32, len(poolName))
+	s.poolDepth = make([]int, len(poolName))
+	for k, name := range poolName[1:] {
 		poolNum[name] = int32(k + 1)
 		s.poolDepth[k+1] = g.Pools[name]
 	}
-	s.poolUsed = make([]int, len(s.poolName))
+	s.poolUsed = make([]int, len(poolName))
 
 	// The scheduling order: by pool, then priority, then graph order.
 	keys := make([]orderKey, n)
@@ -230,7 +227,7 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 		keys[i] = orderKey{prio: prio[i], pool: poolNum[t.Pool], index: int32(i)}
 	}
 	slices.SortFunc(keys, orderKey.compare)
-	s.poolStart = make([]int32, len(s.poolName)+1)
+	s.poolStart = make([]int32, len(poolName)+1)
 	posOf := make([]int32, n)
 	s.tasks = make([]*Task, n)
 	s.nodes = make([]node, n)
@@ -250,7 +247,7 @@ func NewScheduler(g *Graph, lim Limits, hist *History) (*Scheduler, error) {
 		s.maxSlots, s.maxMem = max(s.maxSlots, t.Slots()), max(s.maxMem, t.MemMB)
 		s.workLeft += weight[i]
 	}
-	for p := range s.poolName {
+	for p := range poolName {
 		s.poolStart[p+1] += s.poolStart[p]
 	}
 	s.depOff = make([]int32, n+1)

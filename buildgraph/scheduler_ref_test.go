@@ -24,19 +24,19 @@ type refSched struct {
 	canceled   bool
 }
 
-func newRefSched(s *Scheduler) *refSched {
-	r := &refSched{g: s.g, lim: s.lim, byID: map[string]int{}, pool: map[string]int{}}
+func newRefSched(s *Scheduler, g *Graph) *refSched {
+	r := &refSched{g: g, lim: s.lim, byID: map[string]int{}, pool: map[string]int{}}
 	r.prio, r.w = make([]int64, len(s.nodes)), make([]int64, len(s.nodes))
 	for _, n := range s.nodes {
 		r.prio[n.index], r.w[n.index] = n.prio, n.weight
 	}
-	for i, t := range s.g.Tasks {
+	for i, t := range g.Tasks {
 		r.byID[t.ID] = i
 	}
-	r.state = make([]nodeState, len(s.g.Tasks))
-	r.outcome = make([]Outcome, len(s.g.Tasks))
-	r.deps = make([][]int, len(s.g.Tasks))
-	for i, t := range s.g.Tasks {
+	r.state = make([]nodeState, len(g.Tasks))
+	r.outcome = make([]Outcome, len(g.Tasks))
+	r.deps = make([][]int, len(g.Tasks))
+	for i, t := range g.Tasks {
 		for _, d := range t.Deps {
 			r.deps[i] = append(r.deps[i], r.byID[d])
 		}
@@ -171,7 +171,7 @@ func runRefCase(r *rand.Rand, c propCase) error {
 	if err != nil {
 		return err
 	}
-	ref := newRefSched(s)
+	ref := newRefSched(s, c.g)
 	check := func(step int) error {
 		got, want := s.Progress(), progressWalk(s)
 		if got != want {

@@ -345,12 +345,13 @@ func TestEmptyGraph(t *testing.T) {
 }
 
 func TestResultTimes(t *testing.T) {
-	s := mustScheduler(t, graphOf("a", "b"), Limits{Slots: 1}, nil)
+	g := graphOf("a", "b")
+	s := mustScheduler(t, g, Limits{Slots: 1}, nil)
 	s.base = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var clock time.Duration
 	s.since = func() int64 { clock += time.Second; return int64(clock) }
 	runSerial(t, s)
-	r := s.Result(s.g.Tasks[1])
+	r := s.Result(g.Tasks[1])
 	if r.Outcome != Succeeded || r.End.Sub(r.Start) != time.Second || r.Start.Second() != 3 {
 		t.Errorf("Result = %+v", r)
 	}
