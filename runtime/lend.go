@@ -15,10 +15,9 @@ import (
 // more than waking a goroutine: its goroutine is locked to a pinned
 // thread, so the Go scheduler hands a P to that thread (a futex wake and
 // a thread switch) and takes it back when the worker parks again
-// (stoplockedm: another), and the waiter's wake-up is one more. On two
-// CPUs a 4-task group's round trip so cost dozens of errgroup's (about 7
-// context switches and 2 worker wake-ups per round trip), whose
-// goroutines run on the submitter's P without a thread switch.
+// (stoplockedm: another), and the waiter's wake-up is one more: about 7
+// context switches and 2 worker wake-ups for a 4-task round trip, where
+// errgroup's goroutines run on the submitter's P without a thread switch.
 //
 // The design has two parts.
 //
@@ -102,13 +101,9 @@ import (
 // those of the group's parent context, the one given to Runtime.Group,
 // which is where pprof.Do puts them.
 //
-// Measured on two CPUs shared with other work (BenchmarkOutsideVsErrgroup4
-// and BenchmarkOutsideVsErrgroupMany, which alternate with errgroup
-// limited to one goroutine per CPU and report the ratio of medians): a
-// 4-task group's round trip costs 0.7-0.8 of errgroup's, where waking
-// the workers cost 25-39 times it; 1M one-task Go calls into one group
-// cost 0.5-1.0 of errgroup's per task (1.1-1.8 with a wake-up from Go),
-// but 1.2-1.7 in one series run while the machine's other load peaked.
+// BenchmarkOutsideVsErrgroup4 and BenchmarkOutsideVsErrgroupMany compare
+// both shapes with errgroup limited to one goroutine per CPU, alternated;
+// docs/BENCHMARKS.md ("Build scheduler scale") has their current ratios.
 //
 // Rejected designs. (a) Waking a worker as soon as tasks are queued
 // while the waiter helps: the woken worker takes some of the group's
