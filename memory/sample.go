@@ -1,0 +1,217 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/numasteal/numasteal/topology"
+)
+
+// Source reads the memory state of the machine and of one process's
+// memory cgroups (its own and every ancestor, in the v1 memory hierarchy
+// or in v2) below a root: "/" for the live machine, a fixture tree in
+// tests. The cgroups are found once, by Open; their limits, usage and
+// counters are read again by every Sample, since an administrator may
+// change a limit while a build runs. A Source is safe for concurrent use.
+type Source struct {
+	root     string
+	groups   []topology.MemoryCgroup
+	pressure string // the PSI file, relative to root
+}
+
+// Open returns the Source of process pid (0: the calling process) below
+// root. A machine with no memory controller gives a Source that sees
+// /proc/meminfo alone.
+func Open(root string, pid int) (*Source, error) {
+	groups, err := topology.MemoryCgroups(root, pid)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	s := &Source{root: root, groups: groups, pressure: "proc/pressure/memory"}
+	// The process's own v2 cgroup has its own PSI, which counts only its
+	// tasks' stalls; the machine's counts everybody's. Prefer the group's
+	// when there is one below the root of the hierarchy.
+	if own, ok := ownV2(root, pid); ok {
+		s.pressure = own
+	}
+	return s, nil
+}
+
+// ownV2 returns the memory.pressure file of the process's v2 cgroup when
+// it is not the hierarchy's root; PSI per cgroup needs no controller.
+func ownV2(root string, pid int) (string, bool) {
+	proc := "self"
+	if pid > 0 {
+		proc = fmt.Sprint(pid)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "proc", proc, "cgroup"))
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "0::")
+		if !ok || rest == "/" || rest == "" {
+			continue
+		}
+		for _, mnt := range []string{"sys/fs/cgroup", "sys/fs/cgroup/unified"} {
+			rel := path.Join(mnt, rest, "memory.pressure")
+			if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
+				return rel, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Groups returns the memory cgroups the Source reads, own cgroup first.
+func (s *Source) Groups() []topology.MemoryCgroup { return s.groups }
+
+// Sample is the memory state at one moment.
+type Sample struct {
+	// MemAvailable is the machine's /proc/meminfo MemAvailable (MemFree
+	// on kernels before 3.14).
+	MemAvailable int64
+	// Limit is the tightest limit of the process's memory cgroups, own
+	// or ancestor: cgroup v2 memory.max or memory.high, v1
+	// memory.limit_in_bytes; 0 when none is set. LimitFile names the file.
+	Limit     int64
+	LimitFile string
+	// Available is what may still be allocated before something gives:
+	// the smallest of MemAvailable and, for every limited cgroup, its
+	// limit less its working set (usage less inactive file pages, which
+	// the kernel reclaims first). Never negative.
+	Available int64
+	// At is when the sample was taken.
+	At time.Time
+	// Pressure is the memory PSI of the process's v2 cgroup, else of the
+	// machine; HasPressure is false on kernels without PSI.
+	Pressure    Pressure
+	HasPressure bool
+	// OOMKills counts OOM kills so far: the machine's (/proc/vmstat
+	// oom_kill) plus those of the process's own cgroup (v2 memory.events,
+	// v1 memory.oom_control). Only its changes mean anything.
+	OOMKills int64
+}
+
+// Sample reads the current state. An unreadable optional file (no PSI,
+// no vmstat counter) leaves its field zero; a malformed one is an error
+// naming the file.
+func (s *Source) Sample() (Sample, error) {
+	out := Sample{At: time.Now()}
+	b, err := s.read("proc/meminfo")
+	if err != nil {
+		return out, err
+	}
+	v, ok, err := parseKeyed(b, "MemAvailable:", 0)
+	if err == nil && !ok {
+		v, _, err = parseKeyed(b, "MemFree:", 0)
+	}
+	if err != nil {
+		return out, &FileError{Path: s.abs("proc/meminfo"), Err: err}
+	}
+	out.MemAvailable, out.Available = v, v
+	for _, g := range s.groups {
+		lim, file, ws, err := s.groupState(g)
+		if err != nil {
+			return out, err
+		}
+		if lim == 0 {
+			continue
+		}
+		if out.Limit == 0 || lim < out.Limit {
+			out.Limit, out.LimitFile = lim, file
+		}
+		out.Available = min(out.Available, max(lim-ws, 0))
+	}
+	if b, err := s.read(s.pressure); err == nil {
+		p, err := parsePressure(b)
+		if err != nil {
+			return out, &FileError{Path: s.abs(s.pressure), Err: err}
+		}
+		out.Pressure, out.HasPressure = p, true
+	}
+	if b, err := s.read("proc/vmstat"); err == nil {
+		n, _, err := parseKeyed(b, "oom_kill", 0)
+		if err != nil {
+			return out, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+		}
+		out.OOMKills += n
+	}
+	if len(s.groups) > 0 {
+		g := s.groups[0]
+		file, key := "memory.oom_control", "oom_kill"
+		if g.V2 {
+			file = "memory.events"
+		}
+		if b, err := s.read(path.Join(g.Dir, file)); err == nil {
+			n, _, err := parseKeyed(b, key, 0)
+			if err != nil {
+				return out, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
+			}
+			out.OOMKills += n
+		}
+	}
+	return out, nil
+}
+
+// groupState reads one cgroup's limit (0: none), the file that sets it,
+// and its working set.
+func (s *Source) groupState(g topology.MemoryCgroup) (limit int64, file string, ws int64, err error) {
+	files := []string{"memory.limit_in_bytes"}
+	usage, inactive := "memory.usage_in_bytes", "total_inactive_file"
+	if g.V2 {
+		files = []string{"memory.max", "memory.high"}
+		usage, inactive = "memory.current", "inactive_file"
+	}
+	for _, f := range files {
+		rel := path.Join(g.Dir, f)
+		b, err := s.read(rel)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the root cgroup has no memory.max
+		}
+		if err != nil {
+			return 0, "", 0, err
+		}
+		n, ok, err := parseLimit(b)
+		if err != nil {
+			return 0, "", 0, &FileError{Path: s.abs(rel), Err: err}
+		}
+		if ok && (limit == 0 || n < limit) {
+			limit, file = n, s.abs(rel)
+		}
+	}
+	if limit == 0 {
+		return 0, "", 0, nil
+	}
+	rel := path.Join(g.Dir, usage)
+	b, err := s.read(rel)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	used, ok, err := parseLimit(b)
+	if err != nil || !ok {
+		return 0, "", 0, &FileError{Path: s.abs(rel), Text: string(b), Err: fmt.Errorf("usage is not a byte count: %w", ErrSyntax)}
+	}
+	rel = path.Join(g.Dir, "memory.stat")
+	if b, err := s.read(rel); err == nil {
+		n, _, err := parseKeyed(b, inactive, 0)
+		if err != nil {
+			return 0, "", 0, &FileError{Path: s.abs(rel), Err: err}
+		}
+		used = max(used-n, 0)
+	}
+	return limit, file, used, nil
+}
+
+func (s *Source) abs(rel string) string { return filepath.Join(s.root, rel) }
+
+func (s *Source) read(rel string) ([]byte, error) { return os.ReadFile(s.abs(rel)) }
+
+// Unlimited is the Room of a plan that no limit bounds.
+const Unlimited = math.MaxInt64

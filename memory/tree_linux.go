@@ -1,0 +1,136 @@
+package memory
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// A job's processes are the tree below its root process: the launcher or
+// the handed-off compiler, and every process it started (cc1, as,
+// collect2, ld). The tree is read from /proc/PID/task/TID/children,
+// which lists the children each thread forked (Linux 3.5, with
+// CONFIG_PROC_CHILDREN, as every distribution builds it).
+
+// Tree returns pid and its descendants, parents before children, read
+// below proc ("/proc"). A pid that is gone gives nil.
+func Tree(proc string, pid int) []int {
+	if pid <= 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(proc, strconv.Itoa(pid))); err != nil {
+		return nil
+	}
+	out := []int{pid}
+	for i := 0; i < len(out) && len(out) < maxTree; i++ {
+		out = appendChildren(out, proc, out[i])
+	}
+	return out
+}
+
+// maxTree bounds a tree's walk: a fork bomb under a job must not make the
+// sampler walk forever.
+const maxTree = 4096
+
+func appendChildren(out []int, proc string, pid int) []int {
+	dir := filepath.Join(proc, strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil && c > 0 {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// TreeRSS returns the resident memory of pid and its descendants, in
+// bytes: the sum of their /proc/PID/statm resident pages. Pages shared
+// between them (the C library, a forked parent's) count once per
+// process, so this errs high, the safe side for admission.
+func TreeRSS(proc string, pid int) int64 {
+	var sum int64
+	page := int64(os.Getpagesize())
+	for _, p := range Tree(proc, pid) {
+		b, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(p), "statm"))
+		if err != nil {
+			continue
+		}
+		f := bytes.Fields(b)
+		if len(f) < 2 {
+			continue
+		}
+		if n, err := strconv.ParseInt(string(f[1]), 10, 64); err == nil {
+			sum += n * page
+		}
+	}
+	return sum
+}
+
+// SignalTree stops (SIGSTOP) or continues (SIGCONT) pid and its
+// descendants. Stopping walks the tree again until a walk finds no
+// process it has not stopped, so that a child forked between the walk
+// and its parent's stop is stopped too. Continuing goes children first,
+// so that no parent runs on to wait for a child still stopped.
+func SignalTree(proc string, pid int, stop bool) error {
+	if !stop {
+		t := Tree(proc, pid)
+		for i := len(t) - 1; i >= 0; i-- {
+			unix.Kill(t[i], unix.SIGCONT)
+		}
+		return nil
+	}
+	done := make(map[int]bool)
+	for round := 0; round < 8; round++ {
+		fresh := false
+		for _, p := range Tree(proc, pid) {
+			if !done[p] {
+				done[p] = true
+				fresh = true
+				if err := unix.Kill(p, unix.SIGSTOP); err != nil && p == pid && err != unix.ESRCH {
+					return err
+				}
+			}
+		}
+		if !fresh {
+			return nil
+		}
+	}
+	return nil
+}
+
+// signalPending reports whether pid has a signal pending that would end
+// or interrupt it (anything but SIGCHLD, SIGCONT, SIGWINCH and SIGURG,
+// which a stopped process may well have pending for no one's sake).
+func signalPending(proc string, pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "status"))
+	if err != nil {
+		return false
+	}
+	const ignore = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGCONT-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGURG-1)
+	for _, key := range []string{"SigPnd:", "ShdPnd:"} {
+		for _, line := range bytes.Split(b, []byte{'\n'}) {
+			if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+				m, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64)
+				if err == nil && m&^ignore != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
