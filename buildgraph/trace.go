@@ -104,6 +104,15 @@ func (w *TraceWriter) TaskSpan(track int, r Result, extra map[string]any) {
 	w.Span(track, r.Task.ID, r.Start, r.End, args)
 }
 
+// Instant records an instant event ("ph":"i", a marker) named name on
+// track at time at: a job frozen or thawed, a job run again.
+func (w *TraceWriter) Instant(track int, name string, at time.Time, args map[string]any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.useTrack(track)
+	w.events = append(w.events, traceEvent{Name: name, Cat: "memory", Ph: "i", Ts: w.micros(at), Pid: tracePid, Tid: track, Args: args})
+}
+
 // Counter records the values of a counter (one line per key) at time at.
 func (w *TraceWriter) Counter(name string, at time.Time, values map[string]float64) {
 	args := make(map[string]any, len(values))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,30 +114,55 @@ func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer
 		slot.conn.Send(NewMsg("exec"))
 		return execDirect(progName, prog, argv, env, stderr)
 	}
-	st, wall, started, err := runChild(prog, argv, env, slot.conn)
-	if err != nil {
-		slot.conn.Close()
-		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
-		if !started {
-			return 127
+	for {
+		ch, err := runChild(prog, argv, env, slot.conn)
+		if err != nil {
+			slot.conn.Close()
+			fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+			if !ch.started {
+				return 127
+			}
+			return 1
 		}
-		return 1
+		ws := ch.st.Sys().(syscall.WaitStatus)
+		var rssKiB int64
+		if ru, ok := ch.st.SysUsage().(*syscall.Rusage); ok {
+			rssKiB = ru.Maxrss // KiB on Linux: the command and every child it waited for
+		}
+		done := NewMsg("done", "rss_kib", strconv.FormatInt(rssKiB, 10),
+			"wall_us", strconv.FormatInt(ch.wall.Microseconds(), 10),
+			"status", strconv.Itoa(ws.ExitStatus()))
+		if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			// The report is best effort, and needs no answer: a daemon
+			// gone meanwhile only loses the measurement; the command
+			// ran, exactly once.
+			slot.conn.Send(done)
+			slot.conn.Close()
+			if ws.Signaled() {
+				dieBySignal(ws.Signal())
+			}
+			return ws.ExitStatus()
+		}
+		// SIGKILL: the kernel's OOM killer, or someone. The daemon tells
+		// which, and whether the command runs again ("OOM kills" in the
+		// package documentation); the launcher says whether it passed
+		// on a signal of its own, which makes it the user's.
+		done.Fields = append(done.Fields, Field{Key: "signal", Value: strconv.Itoa(int(syscall.SIGKILL))})
+		if ch.interrupted {
+			done.Fields = append(done.Fields, Field{Key: "interrupted", Value: "1"})
+		}
+		reply, err := slot.conn.Call(done)
+		if err != nil || reply.Verb != "grant" {
+			slot.conn.Close()
+			if msg, ok := reply.Get("msg"); ok && reply.Verb == "error" {
+				fmt.Fprintf(stderr, "%s: %s\n", progName, msg)
+			}
+			dieBySignal(syscall.SIGKILL)
+		}
+		if cpu, ok := reply.Int("cpu"); ok && cpu >= 0 {
+			_ = affinity.PinThread(cpuset.Of(int(cpu)))
+		}
 	}
-	ws := st.Sys().(syscall.WaitStatus)
-	var rssKiB int64
-	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-		rssKiB = ru.Maxrss // KiB on Linux: the command and every child it waited for
-	}
-	// The report is best effort, and needs no answer: a daemon gone
-	// meanwhile only loses the measurement; the command ran, exactly once.
-	slot.conn.Send(NewMsg("done", "rss_kib", strconv.FormatInt(rssKiB, 10),
-		"wall_us", strconv.FormatInt(wall.Microseconds(), 10),
-		"status", strconv.Itoa(ws.ExitStatus())))
-	slot.conn.Close()
-	if ws.Signaled() {
-		dieBySignal(ws.Signal())
-	}
-	return ws.ExitStatus()
 }
 
 // remoteIOTimeout is DISTCC_IO_TIMEOUT for a remote compile when the
@@ -173,8 +199,9 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 	if os.Getenv("DISTCC_LOG") == "" {
 		env = withEnv(env, "DISTCC_LOG", os.DevNull)
 	}
-	st, wall, started, err := runChild(distcc, append([]string{distcc}, argv...), env, s.conn)
-	if err != nil && !started {
+	ch, err := runChild(distcc, append([]string{distcc}, argv...), env, s.conn)
+	st, wall := ch.st, ch.wall
+	if err != nil && !ch.started {
 		// Nothing ran: the lease goes back unused, the compile runs here.
 		s.conn.Close()
 		fmt.Fprintf(stderr, "%s: %v; compiling locally\n", progName, err)
@@ -285,23 +312,31 @@ func notifySignals() caught {
 	return c
 }
 
-// forward passes the caught signals to the command until stop. A
-// terminal's Ctrl-C reaches both already (one process group), so the
-// command may see SIGINT twice; a signal sent to the launcher alone
-// (make's own kill, a test's) reaches the command only this way.
-func (c caught) forward(p *os.Process) (stop func()) {
+// forward passes the caught signals to the command until stop, which
+// reports whether any was passed on. A terminal's Ctrl-C reaches both
+// already (one process group), so the command may see SIGINT twice; a
+// signal sent to the launcher alone (make's own kill, a test's) reaches
+// the command only this way.
+func (c caught) forward(p *os.Process) (stop func() (forwarded bool)) {
 	done := make(chan struct{})
+	var n atomic.Int32
 	go func() {
 		for {
 			select {
 			case s := <-c.ch:
+				n.Add(1)
 				p.Signal(s)
 			case <-done:
 				return
 			}
 		}
 	}()
-	return func() { signal.Stop(c.ch); close(done) }
+	return func() bool {
+		signal.Stop(c.ch)
+		close(done)
+		// A signal caught but not yet forwarded counts too.
+		return n.Load() > 0 || len(c.ch) > 0
+	}
 }
 
 // dieBySignal ends the launcher by sig, so that its parent sees what it
@@ -343,12 +378,23 @@ func localBuild(build string) string {
 	return build
 }
 
+// child is how a command that runChild ran ended: its state and wall
+// time, whether it started at all (the fork may fail), and whether the
+// launcher passed on a signal of its own to it (the user's Ctrl-C,
+// make's SIGTERM).
+type child struct {
+	st          *os.ProcessState
+	wall        time.Duration
+	started     bool
+	interrupted bool
+}
+
 // runChild forks prog argv with env from the launcher's pinned thread,
 // with its descriptors 0, 1 and 2, Pdeathsig SIGKILL, and the ending
 // signals the launcher receives forwarded, and waits for it. A signal
 // caught before the fork ends the launcher as the signal asks (conn is
-// closed first: nothing ran). started is false when the fork failed.
-func runChild(prog string, argv, env []string, conn *Conn) (st *os.ProcessState, wall time.Duration, started bool, err error) {
+// closed first: nothing ran).
+func runChild(prog string, argv, env []string, conn *Conn) (ch child, err error) {
 	signals := notifySignals()
 	select {
 	case sig := <-signals.ch:
@@ -364,10 +410,11 @@ func runChild(prog string, argv, env []string, conn *Conn) (st *os.ProcessState,
 	})
 	if err != nil {
 		signal.Stop(signals.ch)
-		return nil, 0, false, err
+		return child{}, err
 	}
 	stop := signals.forward(proc)
-	st, err = proc.Wait()
-	stop()
-	return st, time.Since(start), true, err
+	ch.st, err = proc.Wait()
+	ch.interrupted = stop()
+	ch.wall, ch.started = time.Since(start), true
+	return ch, err
 }

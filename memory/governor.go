@@ -64,6 +64,7 @@ type watched struct {
 	peak    int64
 	frozen  bool
 	oomBase int64
+	avail   int64
 }
 
 // Stats are a Governor's counters and its last view, for status pages and
@@ -107,7 +108,14 @@ func NewGovernor(src *Source, t Thresholds, o Options) *Governor {
 func (g *Governor) Admit(need int64, running int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if running > 0 && time.Since(g.sampled) >= g.opts.Interval {
+	if running == 0 {
+		// Nothing runs: the job runs alone. The sample is for Ended's
+		// Available; the next question needs a plan that counts the job.
+		g.sampleLocked(time.Now())
+		g.sampled = time.Time{}
+		return true
+	}
+	if time.Since(g.sampled) >= g.opts.Interval {
 		g.sampleLocked(time.Now())
 	}
 	if !g.plan.Fits(need, running) {
@@ -119,8 +127,12 @@ func (g *Governor) Admit(need int64, running int) bool {
 
 // Add starts watching job id.
 func (g *Governor) Add(id int64, spec JobSpec) {
+	base, err := g.src.OOMKills()
 	g.mu.Lock()
-	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: g.sample.OOMKills}
+	if err != nil {
+		base = g.sample.OOMKills
+	}
+	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: base, avail: g.sample.Available}
 	g.mu.Unlock()
 	select {
 	case g.kick <- struct{}{}:
@@ -155,6 +167,9 @@ type Ended struct {
 	OOMKills int64
 	// Frozen is true when the job was frozen as it ended.
 	Frozen bool
+	// Available is the memory available (Sample.Available) at the last
+	// sample before the job started: what it could count on alone.
+	Available int64
 }
 
 // Remove stops watching job id and returns what was seen of it. A job
@@ -163,6 +178,7 @@ func (g *Governor) Remove(id int64) Ended {
 	g.mu.Lock()
 	w := g.jobs[id]
 	delete(g.jobs, id)
+	g.sampled = time.Time{} // the plan counted the job: make it again
 	g.mu.Unlock()
 	if w == nil {
 		return Ended{}
@@ -170,7 +186,7 @@ func (g *Governor) Remove(id int64) Ended {
 	if w.frozen {
 		g.freeze(w, false)
 	}
-	return Ended{Peak: w.peak, OOMKills: w.oomBase, Frozen: w.frozen}
+	return Ended{Peak: w.peak, OOMKills: w.oomBase, Frozen: w.frozen, Available: w.avail}
 }
 
 // OOMKilledSince reports whether the kernel's OOM killer has killed a
@@ -334,4 +350,23 @@ func (g *Governor) thawAll() {
 	for _, w := range ws {
 		g.freeze(w, false)
 	}
+}
+
+// Room returns the room left in the last plan, after the needs of the
+// jobs admitted since (Unlimited when nothing bounds it).
+func (g *Governor) Room() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.plan.Room
+}
+
+// Peak returns the most job id's processes have held at one sample so
+// far; 0 for a job not watched.
+func (g *Governor) Peak(id int64) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w := g.jobs[id]; w != nil {
+		return w.peak
+	}
+	return 0
 }

@@ -158,6 +158,10 @@ func (p *Policy) Plan(now time.Time, s Sample, jobs []Job) Plan {
 
 	short := s.Available < reserve
 	emergency := s.Available < reserve/2
+	// The running jobs are expected to outgrow what is left: without swap
+	// a frozen job gives nothing back, so the newest must stop before
+	// memory is short, while the older ones can still finish.
+	over := free < 0
 	stalled := p.full >= p.t.FreezePressure
 	settled := now.Sub(p.lastMove) >= p.t.Settle
 	switch {
@@ -170,13 +174,17 @@ func (p *Policy) Plan(now time.Time, s Sample, jobs []Job) Plan {
 	}
 
 	switch {
-	case len(active) >= 2 && (short || stalled) && (settled || emergency):
+	case len(active) >= 2 && (short || stalled || over) && (settled || emergency):
 		// Memory runs out: stop the newest job's growth. The oldest job
 		// always runs, so the build moves on and frees memory.
 		j := active[len(active)-1]
 		plan.Freeze = j.ID
-		if stalled && !short {
+		switch {
+		case short:
+		case stalled:
 			plan.Why = fmt.Sprintf("memory pressure full %.0f%%", p.full)
+		default:
+			plan.Why = fmt.Sprintf("the running jobs are expected to grow %d MiB more than the %d MiB left", (-free)>>20, max(s.Available-reserve, 0)>>20)
 		}
 		p.lastMove = now
 	case len(frozen) > 0 && len(active) == 0:

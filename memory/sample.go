@@ -136,28 +136,40 @@ func (s *Source) Sample() (Sample, error) {
 		}
 		out.Pressure, out.HasPressure = p, true
 	}
+	n, err := s.OOMKills()
+	if err != nil {
+		return out, err
+	}
+	out.OOMKills = n
+	return out, nil
+}
+
+// OOMKills reads the OOM-kill counters alone (Sample.OOMKills), for an
+// owner that notes them as a job starts.
+func (s *Source) OOMKills() (int64, error) {
+	var total int64
 	if b, err := s.read("proc/vmstat"); err == nil {
 		n, _, err := parseKeyed(b, "oom_kill", 0)
 		if err != nil {
-			return out, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+			return 0, &FileError{Path: s.abs("proc/vmstat"), Err: err}
 		}
-		out.OOMKills += n
+		total += n
 	}
 	if len(s.groups) > 0 {
 		g := s.groups[0]
-		file, key := "memory.oom_control", "oom_kill"
+		file := "memory.oom_control"
 		if g.V2 {
 			file = "memory.events"
 		}
 		if b, err := s.read(path.Join(g.Dir, file)); err == nil {
-			n, _, err := parseKeyed(b, key, 0)
+			n, _, err := parseKeyed(b, "oom_kill", 0)
 			if err != nil {
-				return out, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
+				return 0, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
 			}
-			out.OOMKills += n
+			total += n
 		}
 	}
-	return out, nil
+	return total, nil
 }
 
 // groupState reads one cgroup's limit (0: none), the file that sets it,

@@ -3,9 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/numasteal/numasteal/internal/memtest"
 )
 
 // TestMemoryBudget: eight "links" of 100 MiB each under a 300 MiB budget
@@ -41,5 +45,207 @@ func TestMemoryBudget(t *testing.T) {
 		if peak > budget {
 			t.Errorf("build %d: %d MiB of links ran at once, budget %d MiB", round, peak, budget)
 		}
+	}
+}
+
+// TestMemoryLimitedBuild: make -j of compiles that each need more than
+// half of the build's memory-limited cgroup (plain make -j2 is OOM-killed:
+// internal/memtest's TestPlainMakeIsOOMKilled) completes through the
+// launcher, on the first run (no peak learned: the daemon freezes the
+// newest compile when memory runs out and reruns one the kernel killed)
+// and on the second (learned), with every object built and make seeing
+// no failure.
+func TestMemoryLimitedBuild(t *testing.T) {
+	b := newLimitedBuild(t, 400<<20, []int{250, 250, 250, 250, 250, 250}, 800)
+	for round := 1; round <= 2; round++ {
+		run(t, b.e.cmd(b.src, "make", "clean"))
+		before := b.g.OOMKills()
+		out, err := b.make()
+		if err != nil {
+			t.Fatalf("build %d: make failed: %v\n%s", round, err, out)
+		}
+		b.checkBuilt(out)
+		t.Logf("build %d: %d OOM kills in the group, %s freezes, %s OOM retries", round,
+			b.g.OOMKills()-before, b.e.status("freezes"), b.e.status("oom_retries"))
+	}
+}
+
+// limitedBuild is a make project of memhog compiles in a memory-limited
+// cgroup, built through the launcher with a daemon of its own. Each
+// compile appends its name to the file runs as it starts, so that a test
+// can count the runs, and raises its oom_score_adj to the most.
+type limitedBuild struct {
+	t    *testing.T
+	e    *env
+	g    *memtest.Group
+	src  string
+	cc   string
+	runs string
+	objs []string
+}
+
+func newLimitedBuild(t *testing.T, limit int64, mib []int, ms int) *limitedBuild {
+	need(t, "make")
+	b := &limitedBuild{t: t, g: memtest.NewGroup(t, limit), e: newEnv(t, "")}
+	dir := t.TempDir()
+	memhog, _ := memtest.BuildMemhog(t, dir)
+	b.src = filepath.Join(dir, "src")
+	os.Mkdir(b.src, 0o755)
+	b.objs = memtest.Project(t, b.src, mib, ms)
+	b.runs = filepath.Join(dir, "runs")
+	b.cc = filepath.Join(dir, "cc")
+	// The compile is the OOM killer's first choice, as the largest
+	// processes of a real build are.
+	script := fmt.Sprintf("#!/bin/sh\necho \"$4\" >> %s\necho 1000 > /proc/self/oom_score_adj\nexec %s \"$@\"\n", b.runs, memhog)
+	if err := os.WriteFile(b.cc, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// make runs make -j in the group through the launcher, and returns its
+// output and error.
+func (b *limitedBuild) make(args ...string) (string, error) {
+	c := b.g.Command(b.e.cmd(b.src, "make", append([]string{"-j", "CC=" + b.e.launcher() + " " + b.cc}, args...)...))
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// checkBuilt fails the test unless every object exists.
+func (b *limitedBuild) checkBuilt(out string) {
+	b.t.Helper()
+	for _, o := range b.objs {
+		if _, err := os.Stat(filepath.Join(b.src, o)); err != nil {
+			b.t.Fatalf("%s missing after make succeeded\n%s", o, out)
+		}
+	}
+}
+
+// runsOf returns how many times the compile of obj started.
+func (b *limitedBuild) runsOf(obj string) int {
+	data, _ := os.ReadFile(b.runs)
+	return strings.Count(string(data), obj+"\n")
+}
+
+// TestMemoryTooBigFailsOnce: a compile that needs more than the whole
+// limit is OOM-killed running alone, is not run again, and fails with a
+// message that names its peak and the limit.
+func TestMemoryTooBigFailsOnce(t *testing.T) {
+	b := newLimitedBuild(t, 300<<20, []int{500}, 600)
+	out, err := b.make()
+	if err == nil {
+		t.Fatalf("make succeeded with a 500 MiB compile under a 300 MiB limit:\n%s", out)
+	}
+	if n := b.runsOf("f000.o"); n != 1 {
+		t.Errorf("the compile ran %d times, want once", n)
+	}
+	for _, want := range []string{"killed by the kernel's OOM killer at a peak of", "while it ran alone", "limit 300 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestMemoryOOMRetried: another program suddenly takes memory while a
+// compile runs, and the kernel OOM-kills the compile: it runs again, and
+// make sees one success.
+func TestMemoryOOMRetried(t *testing.T) {
+	b := newLimitedBuild(t, 320<<20, []int{200}, 3000)
+	hogSrc := filepath.Join(b.src, "hog.c")
+	os.WriteFile(hogSrc, []byte("/* memhog mem=220 ms=0 */\n"), 0o644)
+	done := make(chan struct{})
+	var out string
+	var err error
+	go func() { out, err = b.make(); close(done) }()
+	poll(t, "the compile to hold 100 MiB", func() bool {
+		for _, p := range b.g.Pids() {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/statm", p))
+			var size, rss int64
+			fmt.Sscan(string(st), &size, &rss)
+			if strings.Contains(string(cmd), "f000.c") && rss*4096 >= 100<<20 {
+				return true
+			}
+		}
+		return false
+	})
+	memhog := filepath.Join(filepath.Dir(b.src), "memhog")
+	hog := b.g.Command(exec.Command(memhog, hogSrc, "-o", hogSrc+".o"))
+	if hout, err := hog.CombinedOutput(); err != nil {
+		t.Fatalf("the other program failed: %v\n%s", err, hout)
+	}
+	<-done
+	if err != nil {
+		t.Fatalf("make failed: %v\n%s", err, out)
+	}
+	kills, retries, runs := b.g.OOMKills(), b.e.status("oom_retries"), b.runsOf("f000.o")
+	t.Logf("%d OOM kills in the group, %s retries, %d runs of the compile", kills, retries, runs)
+	if kills == 0 || runs != int(kills)+1 || retries != fmt.Sprint(kills) {
+		t.Errorf("want the compile OOM-killed and run again once per kill: %d kills, %s retries, %d runs\n%s", kills, retries, runs, out)
+	}
+}
+
+// TestMemoryUserKillNotRetried: a compile killed by SIGKILL from someone
+// (no OOM kill counted) is not run again: make sees it killed.
+func TestMemoryUserKillNotRetried(t *testing.T) {
+	b := newLimitedBuild(t, 400<<20, []int{10}, 60000)
+	done := make(chan struct{})
+	var out string
+	var err error
+	go func() { out, err = b.make(); close(done) }()
+	var pid int
+	poll(t, "the compile to start", func() bool {
+		for _, p := range b.g.Pids() {
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(cmd), "memhog") {
+				pid = p
+				return true
+			}
+		}
+		return false
+	})
+	syscall.Kill(pid, syscall.SIGKILL)
+	<-done
+	if err == nil {
+		t.Fatalf("make succeeded after its compile was killed:\n%s", out)
+	}
+	if n := b.runsOf("f000.o"); n != 1 {
+		t.Errorf("the killed compile ran %d times, want once\n%s", n, out)
+	}
+}
+
+// TestMemoryOtherProgram: another program takes memory in the middle of a
+// build whose compiles fit the limit two at a time. The daemon holds
+// admission back and freezes the newest compile while the program holds
+// its memory; no compile is OOM-killed, the build completes, and once the
+// program is gone compiles run two at a time again.
+func TestMemoryOtherProgram(t *testing.T) {
+	b := newLimitedBuild(t, 560<<20, []int{150, 150, 150, 150, 150, 150, 150, 150}, 1500)
+	hogSrc := filepath.Join(b.src, "hog.c")
+	os.WriteFile(hogSrc, []byte("/* memhog mem=220 ms=3000 */\n"), 0o644)
+	done := make(chan struct{})
+	var out string
+	var err error
+	go func() { out, err = b.make(); close(done) }()
+	poll(t, "two objects built", func() bool {
+		n := 0
+		for _, o := range b.objs {
+			if _, err := os.Stat(filepath.Join(b.src, o)); err == nil {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	hog := b.g.Command(exec.Command(filepath.Join(filepath.Dir(b.src), "memhog"), hogSrc, "-o", hogSrc+".o"))
+	if hout, err := hog.CombinedOutput(); err != nil {
+		t.Fatalf("the other program failed (killed by the OOM killer?): %v\n%s", err, hout)
+	}
+	<-done
+	if err != nil {
+		t.Fatalf("make failed: %v\n%s", err, out)
+	}
+	b.checkBuilt(out)
+	t.Logf("%d OOM kills, %s freezes, %s OOM retries", b.g.OOMKills(), b.e.status("freezes"), b.e.status("oom_retries"))
+	if b.g.OOMKills() != 0 {
+		t.Errorf("%d OOM kills in the group", b.g.OOMKills())
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/farm"
+	"github.com/numasteal/numasteal/memory"
 )
 
 // job is one acquire: waiting in its build's queue, then running on a
@@ -26,6 +27,16 @@ type job struct {
 	local   bool     // a farm job run again here after distcc failed (acquire local=1)
 	cpu     int      // -1 until admitted, and for a remote job
 	node    int
+	// peer is the launcher's pid from SO_PEERCRED: the root of the job's
+	// process tree, which the memory governor watches.
+	peer int
+	// attempt counts the runs before this one that the kernel OOM-killed;
+	// shared is set when another local job ran beside this one at any
+	// time (an OOM kill of a job that ran alone is not retried).
+	attempt int
+	shared  bool
+	// ended is what the memory governor saw of the job, set by remove.
+	ended memory.Ended
 	// lease is the farm slot of a job running remotely; nil for a local
 	// job. outcome is how it ended, from the launcher's report, for the
 	// farm's Release (zero: the slot was not used, as when the launcher
@@ -49,11 +60,14 @@ type buildQueue struct {
 	served int64
 }
 
-// pool is the machine's slots and memory budget ("Admission" in the
-// package documentation). Its methods are called with Server.mu held.
+// pool is the machine's slots and memory ("Admission" in the package
+// documentation). Its methods are called with Server.mu held.
 type pool struct {
-	slots   int
-	budget  int64
+	slots int
+	// mem admits by memory, watches the running local jobs and freezes
+	// them when memory runs out (package memory). memUsed is the sum of
+	// the running local jobs' needs.
+	mem     *memory.Governor
 	memUsed int64
 	// running are the running jobs, local and remote; remote counts those
 	// that hold a farm lease, which take no local slot and no memory.
@@ -141,7 +155,10 @@ func (p *pool) remove(j *job) {
 	if j.running {
 		j.running = false
 		delete(p.running, j.id)
-		p.memUsed -= j.need
+		if j.lease == nil {
+			p.memUsed -= j.need
+			j.ended = p.mem.Remove(j.id)
+		}
 		if j.cpu >= 0 && j.cpu < len(p.perCPU) {
 			p.perCPU[j.cpu]--
 		}
@@ -175,10 +192,10 @@ func (p *pool) admit() {
 
 // admitLocal gives free slots to waiting jobs: the head of each build's
 // queue in turn, least recently served build first. A head whose memory
-// does not fit stops admission (no job passes it, of its build or
-// another), so a big job is never starved by small ones; when no local
-// job runs it is admitted whatever its size (its need is clamped to the
-// budget), so it never waits forever.
+// does not fit (memory.Governor.Admit) stops admission (no job passes it,
+// of its build or another), so a big job is never starved by small ones;
+// when no local job runs it is admitted whatever its size, so it never
+// waits forever.
 func (p *pool) admitLocal() {
 	for p.localRunning() < p.slots {
 		var q *buildQueue
@@ -191,9 +208,16 @@ func (p *pool) admitLocal() {
 			return
 		}
 		j := q.jobs[0]
-		j.need = min(j.need, p.budget)
-		if p.localRunning() > 0 && p.memUsed+j.need > p.budget {
+		if !p.mem.Admit(j.need, p.localRunning()) {
 			return
+		}
+		// A job that runs beside others cannot tell, when the kernel
+		// OOM-kills it, whether it would fit alone.
+		if p.localRunning() > 0 {
+			j.shared = true
+			for _, r := range p.running {
+				r.shared = true
+			}
 		}
 		q.jobs = q.jobs[1:]
 		q.running++
@@ -211,6 +235,7 @@ func (p *pool) admitLocal() {
 		j.started = time.Now()
 		p.running[j.id] = j
 		p.memUsed += j.need
+		p.mem.Add(j.id, memory.JobSpec{Need: j.need, Pid: j.peer})
 		if p.admitted != nil {
 			p.admitted(j)
 		}

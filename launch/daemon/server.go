@@ -21,6 +21,7 @@ import (
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/farm"
 	"github.com/numasteal/numasteal/launch"
+	"github.com/numasteal/numasteal/memory"
 	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/domains"
 )
@@ -31,12 +32,16 @@ type Config struct {
 	// Slots is how many jobs run at once; 0: the usable CPUs
 	// (topology.EffectiveParallelism: cgroup cpuset and quota).
 	Slots int
-	// Mem is the memory budget in bytes; 0: available memory (cgroup
-	// aware) less Reserve.
+	// Mem bounds what the running jobs hold or are expected to hold
+	// together, in bytes; 0: only what the machine and the daemon's
+	// cgroups allow (package memory reads every limit).
 	Mem int64
-	// Reserve is kept out of the default budget; 0: a tenth of the
-	// available memory, at least 256 MiB.
+	// Reserve is the memory kept free of jobs; 0: package memory's
+	// default (a sixteenth of the limit, within 32 to 512 MiB).
 	Reserve int64
+	// Memory is where memory is read; nil: the live machine and the
+	// daemon's own cgroups (memory.Open("/", 0)).
+	Memory *memory.Source
 	// GuessCompile and GuessLink are the first guesses of a job's peak
 	// RSS before one was measured; 0: 256 MiB and 1 GiB.
 	GuessCompile, GuessLink int64
@@ -90,6 +95,15 @@ type Server struct {
 
 	watchers sync.WaitGroup // the handed-off jobs' exit watchers
 	builds   *launch.Builds // the build of each launcher without $NUMASTEAL_BUILD
+
+	// mem is the memory governor of the local jobs (pool.mem too).
+	// priors are the peaks of each build's recent jobs by kind, the need
+	// of a job whose output was never measured. oomRetries counts the
+	// jobs run again after an OOM kill, oomFailed those that failed.
+	mem        *memory.Governor
+	priors     map[string]*prior
+	oomRetries int64
+	oomFailed  int64
 }
 
 // Serve runs a daemon until ctx is done or it has been idle for
@@ -178,15 +192,18 @@ func (s *Server) init() error {
 	if slots <= 0 {
 		slots = topo.EffectiveParallelism()
 	}
-	budget := cfg.Mem
-	if budget <= 0 {
-		avail := availableMemory("/")
-		reserve := cfg.Reserve
-		if reserve <= 0 {
-			reserve = max(avail/10, 256<<20)
+	src := cfg.Memory
+	if src == nil {
+		var err error
+		if src, err = memory.Open("/", 0); err != nil {
+			return fmt.Errorf("daemon: %w", err)
 		}
-		budget = max(avail-reserve, 256<<20)
 	}
+	s.mem = memory.NewGovernor(src, memory.Thresholds{Budget: cfg.Mem, Reserve: cfg.Reserve}, memory.Options{
+		Changed: s.readmit,
+		Event:   s.memEvent,
+	})
+	s.priors = make(map[string]*prior)
 	if cfg.GuessCompile <= 0 {
 		cfg.GuessCompile = 256 << 20
 	}
@@ -218,7 +235,7 @@ func (s *Server) init() error {
 	}
 	s.pool = pool{
 		slots:   slots,
-		budget:  budget,
+		mem:     s.mem,
 		running: make(map[int64]*job),
 		perCPU:  make([]int, topo.Usable.Last()+1),
 		bal:     bal,
@@ -232,8 +249,8 @@ func (s *Server) init() error {
 	}
 	s.builds = launch.NewBuilds("/proc")
 	s.lastIdle = time.Now()
-	fmt.Fprintf(cfg.Log, "numasteal serve: pid %d on %s: %d slots, memory budget %d MiB\n",
-		os.Getpid(), cfg.Paths.Socket, slots, budget>>20)
+	fmt.Fprintf(cfg.Log, "numasteal serve: pid %d on %s: %d slots, %s\n",
+		os.Getpid(), cfg.Paths.Socket, slots, describeMemory(src, cfg.Mem))
 	if cfg.Farm != nil {
 		fmt.Fprintf(cfg.Log, "numasteal serve: farm of %d hosts, %d slots\n", len(cfg.Farm.Hosts()), cfg.Farm.Slots())
 	}
@@ -247,6 +264,10 @@ func (s *Server) init() error {
 func (s *Server) Run(ctx context.Context) error {
 	stop := make(chan struct{})
 	go s.watchIdle(ctx, stop)
+	memCtx, memStop := context.WithCancel(context.Background())
+	memDone := make(chan struct{})
+	go func() { s.mem.Run(memCtx); close(memDone) }()
+	defer func() { memStop(); <-memDone }() // continues any job it froze
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
@@ -356,10 +377,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		s.mu.Unlock()
 		c.Close()
 	}()
-	w := bufio.NewWriter(c)
 	reply := func(m launch.Msg) bool {
-		w.Write(m.Append(nil))
-		return w.Flush() == nil
+		_, err := c.Write(m.Append(nil))
+		return err == nil
 	}
 	peer, err := peerCred(c)
 	if err != nil || peer.uid != os.Getuid() {
@@ -371,6 +391,50 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	quit := make(chan struct{})
 	defer close(quit)
 	go readMsgs(c, msgs, readErr, quit)
+	// grant waits for j's admission and replies with the grant; false
+	// when the connection must end.
+	grant := func(j *job, handoff bool) bool {
+		select {
+		case <-j.granted:
+		case <-readErr:
+			return false // the launcher is gone: the deferred remove frees the job
+		case m2 := <-msgs:
+			reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
+			return false
+		}
+		s.mu.Lock()
+		lease := j.lease
+		g := launch.NewMsg("grant", "job", strconv.FormatInt(j.id, 10))
+		if lease != nil {
+			// A remote job: the launcher runs distcc and reports.
+			// distcc preprocesses here, outside the slots: at most
+			// as many preprocessors as slots run at once.
+			g.Fields = append(g.Fields, launch.Field{Key: "host", Value: lease.Host.DistccHostsPreprocessing(s.pool.slots)})
+		} else {
+			g.Fields = append(g.Fields, launch.Field{Key: "cpu", Value: strconv.Itoa(j.cpu)},
+				launch.Field{Key: "node", Value: strconv.Itoa(j.node)},
+				launch.Field{Key: "mem_kib", Value: strconv.FormatInt(j.need>>10, 10)})
+			// The launcher stays the parent, to run the job again after
+			// an OOM kill, unless the job's peak is known and it would
+			// fit twice over.
+			if !j.learned || s.mem.Room() < j.need {
+				j.measure = true
+			}
+		}
+		if j.attempt > 0 {
+			g.Fields = append(g.Fields, launch.Field{Key: "retry", Value: strconv.Itoa(j.attempt)})
+		}
+		s.mu.Unlock()
+		if handoff && !j.measure && lease == nil {
+			// The launcher waits for this reply, so peer.pid is alive
+			// and still the launcher.
+			j.pidfd = openPidfd(peer.pid)
+		}
+		if j.pidfd != nil {
+			g.Fields = append(g.Fields, launch.Field{Key: "handoff", Value: "1"})
+		}
+		return reply(g)
+	}
 	for {
 		var m launch.Msg
 		select {
@@ -394,42 +458,12 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			if b, _ := m.Get("build"); b == "" {
 				m.Fields = append(m.Fields, launch.Field{Key: "build", Value: s.builds.Of(peer.pid)})
 			}
-			held = s.newJob(m)
+			held = s.newJob(m, peer.pid)
 			s.mu.Lock()
 			s.pool.submit(held)
 			s.mu.Unlock()
-			select {
-			case <-held.granted:
-			case err := <-readErr:
-				_ = err // the launcher is gone: the deferred remove frees the job
-				return
-			case m2 := <-msgs:
-				reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
-				return
-			}
-			s.mu.Lock()
-			lease := held.lease
-			g := launch.NewMsg("grant", "job", strconv.FormatInt(held.id, 10))
-			if lease != nil {
-				// A remote job: the launcher runs distcc and reports.
-				// distcc preprocesses here, outside the slots: at most
-				// as many preprocessors as slots run at once.
-				g.Fields = append(g.Fields, launch.Field{Key: "host", Value: lease.Host.DistccHostsPreprocessing(s.pool.slots)})
-			} else {
-				g.Fields = append(g.Fields, launch.Field{Key: "cpu", Value: strconv.Itoa(held.cpu)},
-					launch.Field{Key: "node", Value: strconv.Itoa(held.node)},
-					launch.Field{Key: "mem_kib", Value: strconv.FormatInt(held.need>>10, 10)})
-			}
-			s.mu.Unlock()
-			if v, _ := m.Get("handoff"); v == "1" && !held.measure && lease == nil {
-				// The launcher waits for this reply, so peer.pid is alive
-				// and still the launcher.
-				held.pidfd = openPidfd(peer.pid)
-			}
-			if held.pidfd != nil {
-				g.Fields = append(g.Fields, launch.Field{Key: "handoff", Value: "1"})
-			}
-			if !reply(g) {
+			handoff, _ := m.Get("handoff")
+			if !grant(held, handoff == "1") {
 				return
 			}
 		case "exec":
@@ -457,18 +491,32 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				if o.HostFault {
 					st = "distcc failed"
 				}
-			} else {
-				s.rss.record(held.out, kib)
-			}
-			if !o.HostFault {
-				s.admitted++ // a failed farm attempt is not a job done: it runs again
 			}
 			s.traceLocked(held, kib, st)
 			s.pool.remove(held)
+			var peak int64
+			if held.lease == nil {
+				peak = s.learnLocked(held, kib)
+			}
+			again, refuse := s.afterKillLocked(held, m, peak)
+			if !o.HostFault && again == nil {
+				s.admitted++ // a failed farm attempt is not a job done: it runs again
+			}
 			s.mu.Unlock()
-			held = nil
-			if !reply(launch.NewMsg("ok")) {
-				return
+			held = again
+			switch {
+			case again != nil:
+				if !grant(again, false) {
+					return
+				}
+			case refuse != "":
+				if !reply(launch.NewMsg("error", "code", "oom", "msg", refuse)) {
+					return
+				}
+			default:
+				if !reply(launch.NewMsg("ok")) {
+					return
+				}
 			}
 		case "status":
 			b, _ := json.Marshal(s.Status())
@@ -488,15 +536,14 @@ func (s *Server) serveConn(c *net.UnixConn) {
 }
 
 // readMsgs reads messages from c until an error (io.EOF at a clean end),
-// which it sends on errc (buffered), or until quit closes.
+// which it sends on errc (buffered), or until quit closes. Its buffer is
+// small (connBuffer), since most connections wait for their grant with
+// nothing more to say; a longer line is gathered in a slice that lives
+// only as long as that line.
 func readMsgs(c *net.UnixConn, msgs chan<- launch.Msg, errc chan<- error, quit <-chan struct{}) {
-	r := bufio.NewReaderSize(c, launch.MaxLine)
+	r := bufio.NewReaderSize(c, connBuffer)
 	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			errc <- fmt.Errorf("%w: line longer than %d bytes", launch.ErrMalformed, launch.MaxLine)
-			return
-		}
+		line, err := readLine(r)
 		if err != nil {
 			errc <- err
 			return
@@ -514,11 +561,36 @@ func readMsgs(c *net.UnixConn, msgs chan<- launch.Msg, errc chan<- error, quit <
 	}
 }
 
+// connBuffer is the read buffer of a connection: an acquire line of a
+// compile with a long output path fits.
+const connBuffer = 512
+
+// readLine reads one line of at most launch.MaxLine bytes from r, newline
+// included.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	long := append([]byte(nil), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		if len(long) >= launch.MaxLine {
+			return nil, fmt.Errorf("%w: line longer than %d bytes", launch.ErrMalformed, launch.MaxLine)
+		}
+		line, err = r.ReadSlice('\n')
+		long = append(long, line...)
+	}
+	if len(long) > launch.MaxLine {
+		return nil, fmt.Errorf("%w: line longer than %d bytes", launch.ErrMalformed, launch.MaxLine)
+	}
+	return long, err
+}
+
 // newJob makes the job of an acquire request, with its memory need: the
 // learned peak RSS of its output file (plus a tenth, for run-to-run
 // noise), else the first guess of its kind.
-func (s *Server) newJob(m launch.Msg) *job {
-	j := &job{granted: make(chan struct{}), cpu: -1, queued: time.Now()}
+func (s *Server) newJob(m launch.Msg, peer int) *job {
+	j := &job{granted: make(chan struct{}), cpu: -1, queued: time.Now(), peer: peer}
 	j.build, _ = m.Get("build")
 	j.kind, _ = m.Get("kind")
 	j.out, _ = m.Get("out")
@@ -545,11 +617,12 @@ func (s *Server) newJob(m launch.Msg) *job {
 		j.measure = s.known%remeasureEvery == 0
 	} else {
 		j.measure = j.out != ""
+		guess := s.cfg.GuessLink
 		if j.kind == string(launch.Compile) {
-			j.need = s.cfg.GuessCompile
-		} else {
-			j.need = s.cfg.GuessLink
+			guess = s.cfg.GuessCompile
 		}
+		j.need = s.priorNeedLocked(j.build, j.kind, guess)
+		j.need += j.need / 10
 	}
 	j.measure = j.measure || forced == "1"
 	return j
@@ -584,15 +657,7 @@ func (s *Server) traceLocked(j *job, kib int64, status string) {
 	if s.trace == nil {
 		return
 	}
-	track := "cpu " + strconv.Itoa(j.cpu)
-	if j.lease != nil {
-		track = j.lease.Host.Addr()
-	}
-	tr, ok := s.tracks[track]
-	if !ok {
-		tr = s.trace.HostTrack(track)
-		s.tracks[track] = tr
-	}
+	tr := s.trackLocked(j)
 	name := filepath.Base(j.out)
 	if name == "" || name == "." {
 		name = j.cmd
@@ -606,6 +671,21 @@ func (s *Server) traceLocked(j *job, kib int64, status string) {
 		args["host"] = j.lease.Host.Addr()
 	}
 	s.trace.Span(tr, name, j.started, time.Now(), args)
+}
+
+// trackLocked returns the trace track of j: its CPU's or its farm
+// host's. s.mu held, s.trace set.
+func (s *Server) trackLocked(j *job) int {
+	track := "cpu " + strconv.Itoa(j.cpu)
+	if j.lease != nil {
+		track = j.lease.Host.Addr()
+	}
+	tr, ok := s.tracks[track]
+	if !ok {
+		tr = s.trace.HostTrack(track)
+		s.tracks[track] = tr
+	}
+	return tr
 }
 
 // remeasureEvery: one in this many jobs whose peak RSS is known is
@@ -631,6 +711,7 @@ func (s *Server) handoff(j *job) {
 			s.admitted++
 			s.traceLocked(j, 0, "")
 			s.pool.remove(j)
+			s.learnLocked(j, 0)
 		}
 		s.active--
 		s.idleLocked()

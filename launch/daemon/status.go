@@ -9,11 +9,14 @@ import (
 // Status is what "numasteal status" shows: the daemon's JSON answer to
 // a status request.
 type Status struct {
-	PID       int          `json:"pid"`
-	Uptime    float64      `json:"uptime_s"`
-	Slots     int          `json:"slots"`
+	PID    int     `json:"pid"`
+	Uptime float64 `json:"uptime_s"`
+	Slots  int     `json:"slots"`
+	// MemBudget is --mem (0: none); MemHeld the running jobs' needs;
+	// Memory what package memory sees now.
 	MemBudget int64        `json:"mem_budget_kib"`
 	MemUsed   int64        `json:"mem_used_kib"`
+	Memory    MemoryStatus `json:"memory"`
 	Done      int64        `json:"done"`
 	Running   []JobStatus  `json:"running"`
 	Waiting   []BuildQueue `json:"waiting"`
@@ -35,6 +38,33 @@ type JobStatus struct {
 	NeedKiB int64   `json:"need_kib"`
 	Learned bool    `json:"learned"`
 	For     float64 `json:"running_s"`
+}
+
+// MemoryStatus is the memory side of admission (package memory): what
+// bounds the jobs, what they hold, pressure, frozen jobs and OOM
+// retries.
+type MemoryStatus struct {
+	// Available is what may still be allocated (memory.Sample.Available);
+	// Limit the tightest cgroup limit (0: none) and LimitFile its file.
+	Available int64  `json:"available_kib"`
+	Limit     int64  `json:"limit_kib"`
+	LimitFile string `json:"limit_file,omitempty"`
+	Reserve   int64  `json:"reserve_kib"`
+	// InUse is what the running jobs' processes hold now.
+	InUse int64 `json:"in_use_kib"`
+	// Some and Full are the recent memory stall shares, percent.
+	Some float64 `json:"pressure_some"`
+	Full float64 `json:"pressure_full"`
+	// Frozen is how many running jobs are frozen; Holding why admission
+	// waits for memory ("" when it does not).
+	Frozen  int    `json:"frozen"`
+	Holding string `json:"holding,omitempty"`
+	// Freezes counts the freezes so far; OOMRetries the jobs run again
+	// after an OOM kill, OOMFailed those that failed after one.
+	Freezes    int64  `json:"freezes"`
+	OOMRetries int64  `json:"oom_retries"`
+	OOMFailed  int64  `json:"oom_failed"`
+	Err        string `json:"error,omitempty"`
 }
 
 // HostStatus is one farm host (farm.HostStats): its slots and the
@@ -63,9 +93,19 @@ func (s *Server) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{
 		PID: os.Getpid(), Uptime: time.Since(s.start).Seconds(),
-		Slots: s.pool.slots, MemBudget: s.pool.budget >> 10, MemUsed: s.pool.memUsed >> 10,
+		Slots: s.pool.slots, MemBudget: s.cfg.Mem >> 10, MemUsed: s.pool.memUsed >> 10,
 		Done: s.admitted, Learned: len(s.rss.kib),
 		Running: []JobStatus{}, Waiting: []BuildQueue{},
+	}
+	ms := s.mem.Stats()
+	st.Memory = MemoryStatus{
+		Available: ms.Sample.Available >> 10, Limit: ms.Sample.Limit >> 10, LimitFile: ms.Sample.LimitFile,
+		Reserve: ms.Reserve >> 10, InUse: ms.Used >> 10, Some: ms.Some, Full: ms.Full,
+		Frozen: ms.Frozen, Holding: ms.Holding, Freezes: ms.Freezes,
+		OOMRetries: s.oomRetries, OOMFailed: s.oomFailed,
+	}
+	if ms.Err != nil {
+		st.Memory.Err = ms.Err.Error()
 	}
 	for _, j := range s.pool.running {
 		js := JobStatus{
