@@ -51,7 +51,7 @@
 //     frees the slot when it ends, however it ends.
 //  7. Measured, when the daemon wants the command's peak RSS (an output it
 //     has not seen, one in eight of those it has, or every one when
-//     $NUMASTEAL_MEASURE is 1): fork the command from
+//     $NUMASTEAL_MEASURE is 1) or memory is tight: fork the command from
 //     the pinned thread with the same descriptors and process group, wait
 //     with wait4, whose ru_maxrss covers the command and every child it
 //     waited for (cc1, as, collect2), send "done" with it (no answer is
@@ -59,7 +59,12 @@
 //     SIGINT, SIGTERM, SIGHUP, SIGPIPE or SIGKILL kills the launcher with
 //     the same signal, so make sees what it would have seen of the
 //     compiler. The slot belongs to the connection, which ends with the
-//     launcher.
+//     launcher. A command killed by SIGKILL is reported with "signal=9"
+//     and the launcher waits for the answer: a new grant when the kernel
+//     OOM-killed it and it runs again (run it again, from step 5), else
+//     "ok", or "error code=oom" with a message for stderr; then the
+//     launcher dies of SIGKILL as the command did (package launch/daemon,
+//     "OOM kills").
 //
 // # Cost
 //
@@ -118,10 +123,10 @@
 // One line per message, "ns1 VERB key=value ...", values %XX-escaped
 // (proto.go). The launcher sends "acquire kind= out= pid= cmd= handoff=1
 // [build=] [measure=1] [remote=1 | local=1]" and waits for "grant job= cpu= node=
-// mem_kib= [handoff=1]", or, for remote=1 with a farm host free, "grant
+// mem_kib= [handoff=1] [retry=N]", or, for remote=1 with a farm host free, "grant
 // job= host=" (a DISTCC_HOSTS entry, never with handoff); then either
 // sends "exec" and execs the command, or runs it and sends "done rss_kib=
-// wall_us= status=", or for a remote grant "done wall_us= status=
+// wall_us= status= [signal=9 [interrupted=1]]", or for a remote grant "done wall_us= status=
 // [remote_fault=1]" (the daemon answers "ok", which the launcher does not
 // wait for). remote=1: the command may run on a farm host; local=1: it
 // is run here after distcc failed on one. "status" gets "status json=...",

@@ -20,7 +20,8 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("numasteal serve", stderr)
 	slots := fs.Int("slots", 0, "jobs that run at once (0: the usable CPUs)")
-	mem := fs.String("mem", "", "memory budget, e.g. 6G or 800M (default: available memory less a reserve)")
+	mem := fs.String("mem", "", "most memory the running jobs may hold together, e.g. 6G or 800M (default: what the machine and the cgroups allow, read as builds run)")
+	reserve := fs.String("reserve", "", "memory kept free of jobs, e.g. 256M (default: a sixteenth of the limit, 32 to 512 MiB)")
 	idle := fs.Duration("idle", 5*time.Minute, "exit after this long with no launcher connected (0: never)")
 	trace := fs.String("trace", "", "write the Chrome trace of every admitted job to `file` on exit")
 	history := fs.String("history", "", "peak-RSS history `file` (default: peak-rss beside the socket)")
@@ -47,6 +48,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 		cfg.Mem = b
+	}
+	if *reserve != "" {
+		b, err := parseBytes(*reserve)
+		if err != nil {
+			fmt.Fprintf(stderr, "numasteal serve: --reserve: %v\n", err)
+			return exitUsage
+		}
+		cfg.Reserve = b
 	}
 	if *metricsAddr != "" {
 		ms := &metricsServer{}

@@ -43,7 +43,25 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	fmt.Fprintf(stdout, "slots %d, running %d (%d on farm hosts), jobs done %d\n", st.Slots, len(st.Running), remote, st.Done)
-	fmt.Fprintf(stdout, "memory budget %d MiB, held %d MiB, learned outputs %d\n", st.MemBudget>>10, st.MemUsed>>10, st.Learned)
+	m := st.Memory
+	budget := "none"
+	if st.MemBudget > 0 {
+		budget = fmt.Sprintf("%d MiB", st.MemBudget>>10)
+	}
+	limit := "no cgroup limit"
+	if m.Limit > 0 {
+		limit = fmt.Sprintf("limit %d MiB (%s)", m.Limit>>10, m.LimitFile)
+	}
+	fmt.Fprintf(stdout, "memory available %d MiB, %s, reserve %d MiB, --mem %s\n", m.Available>>10, limit, m.Reserve>>10, budget)
+	fmt.Fprintf(stdout, "memory of running jobs: expected %d MiB, in use %d MiB; pressure some %.0f%% full %.0f%%; learned outputs %d\n",
+		st.MemUsed>>10, m.InUse>>10, m.Some, m.Full, st.Learned)
+	fmt.Fprintf(stdout, "frozen %d (freezes %d), OOM kills run again %d, failed %d\n", m.Frozen, m.Freezes, m.OOMRetries, m.OOMFailed)
+	if m.Holding != "" {
+		fmt.Fprintf(stdout, "admission holds: %s\n", m.Holding)
+	}
+	if m.Err != "" {
+		fmt.Fprintf(stdout, "memory: %s\n", m.Err)
+	}
 	for _, j := range st.Running {
 		if j.Host != "" {
 			fmt.Fprintf(stdout, "  host %s %-7s %5.1fs  build %s  %s\n", j.Host, j.Kind, j.For, j.Build, j.Out)

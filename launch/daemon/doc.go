@@ -6,20 +6,58 @@
 //
 // A job is admitted when a slot is free (slots default to the usable
 // CPUs: the cgroup's cpuset and CPU quota, topology.EffectiveParallelism)
-// and its memory fits the budget (default: MemAvailable, lowered to the
-// cgroup's memory.max − memory.current, less a reserve of a tenth, at
-// least 256 MiB). A job's memory is its output file's peak RSS the last
-// time it was built, plus a tenth (the launcher measures it with wait4 and
-// reports it; the store is a file of "KiB<TAB>path" lines beside the
-// socket), or a first guess: 256 MiB for a compile, 1 GiB for a link (a
-// link of a big program is the job that exhausts memory). A need above the
-// whole budget is clamped to it: such a job runs alone, and never waits
-// forever.
+// and its memory fits (package memory: a Governor over the daemon's own
+// cgroups, which a daemon started by a build's first launcher shares with
+// that build). Every limit counts: MemAvailable, memory.max and
+// memory.high (cgroup v2) or memory.limit_in_bytes (v1) of the daemon's
+// cgroup and each ancestor, and --mem; they are read again every 100 ms
+// while jobs run, since other programs take memory too. A job fits when
+// its need fits the room: what is available, less a reserve, less the
+// growth still expected of the running jobs (their need less what their
+// process trees hold now), within --mem. When no job runs, any job is
+// admitted: it runs alone rather than never.
 //
-// A job the launcher says may go remote (a compile distcc can take, with
-// distcc installed) that finds no local slot goes to the farm, when there
-// is one and a host has a free slot ("Farm" below). Local slots come
-// first: a remote job costs the transfer and the host's round trips.
+// # Memory
+//
+// A job's need is its output file's peak the last time it was built, plus
+// a tenth: the peak RSS the measuring launcher reports (wait4), or the
+// most its process tree held at one of the daemon's samples, whichever is
+// more (the store is a file of "KiB<TAB>path" lines beside the socket).
+// An output never built takes the prior of its build and kind: the ninth
+// decile of the peaks of the build's last 32 jobs of that kind that
+// ended, raised to what a running one holds now; else a first guess,
+// 256 MiB for a compile and 1 GiB for a link. So a first build learns
+// from its own first jobs and does not start several large compiles
+// together on a guess.
+//
+// When memory runs out all the same (a need guessed low, another program
+// taking memory), the Governor freezes the newest running job (SIGSTOP to
+// its process tree) and thaws it, oldest first, when its remaining growth
+// fits again or no other job runs; while a job is frozen or pressure is
+// high nothing new is admitted. The oldest job always runs. A frozen job
+// is never killed by numasteal; one that is sent a signal while frozen
+// (Ctrl-C of its build) is continued so that the signal acts.
+//
+// # OOM kills
+//
+// The launcher stays the parent of the command (measured, not handed
+// off) unless the job's peak is known and it fits twice over in the room
+// left, so that a job the kernel kills can run again. A measured command
+// that dies of SIGKILL is reported with "signal=9" (and "interrupted=1"
+// when the launcher passed on a signal of its own: the user's). The
+// daemon compares the OOM-kill counters (/proc/vmstat oom_kill, the
+// cgroup's memory.events or memory.oom_control) with their value when the
+// job started: an OOM kill of a compile or a link that ran beside other
+// jobs, or below nine tenths of the memory available as it started, runs
+// again, at most twice, at the head of its build's queue with a need of
+// 5/4 of its peak (so it may run alone); the daemon answers with the new
+// grant and the launcher runs the command again, make seeing one
+// success. A job killed near all the memory it had alone fails once, the
+// daemon's "error code=oom" message (its peak and the limit) on the
+// launcher's stderr. A command the user killed, or a SIGKILL with no OOM
+// kill counted, is never run again. Handed-off jobs cannot be run again
+// (nothing of the launcher is left); they are the ones whose memory is
+// known and plentiful.
 //
 // # Fairness
 //
