@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
@@ -339,6 +341,55 @@ func (c caught) forward(p *os.Process) (stop func() (forwarded bool)) {
 	}
 }
 
+// watchDaemon watches the connection while the command runs, until the
+// returned stop: if the daemon goes away (its end of the connection
+// closes: killed, crashed), it continues the launcher's process group
+// with SIGCONT, since the daemon may have frozen the command (SIGSTOP to
+// the launcher's children, never to the launcher) and no one else would
+// continue it. The group is make's (the launcher keeps its parent's), so
+// other commands of the build that the dead daemon froze go on too; a
+// running process ignores SIGCONT. poll(2) with POLLRDHUP reads nothing,
+// so the daemon's answer to "done" stays for Read.
+func watchDaemon(conn *Conn) (stop func()) {
+	f, ok := conn.c.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return func() {}
+	}
+	var fd int
+	rc.Control(func(s uintptr) { fd = int(s) })
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return func() {}
+	}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}, {Fd: int32(wake), Events: unix.POLLIN}}
+		for {
+			_, err := unix.Poll(pfd, -1)
+			if err != nil && err != unix.EINTR {
+				return
+			}
+			if pfd[1].Revents != 0 {
+				return
+			}
+			if pfd[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0 {
+				unix.Kill(0, unix.SIGCONT)
+				return
+			}
+		}
+	}()
+	return func() {
+		unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		<-exited
+		unix.Close(wake)
+	}
+}
+
 // dieBySignal ends the launcher by sig, so that its parent sees what it
 // would have seen of the command. For signals whose Go default is not to
 // die by them (SIGQUIT and SIGABRT dump goroutines, SIGUSR1 is ignored) it exits 128+sig instead.
@@ -413,7 +464,9 @@ func runChild(prog string, argv, env []string, conn *Conn) (ch child, err error)
 		return child{}, err
 	}
 	stop := signals.forward(proc)
+	unwatch := watchDaemon(conn)
 	ch.st, err = proc.Wait()
+	unwatch()
 	ch.interrupted = stop()
 	ch.wall, ch.started = time.Since(start), true
 	return ch, err

@@ -20,6 +20,8 @@ type JobSpec struct {
 	// the job (a cgroup freezer); nil: SIGSTOP and SIGCONT to Pid's tree
 	// (SignalTree).
 	Freeze func(stop bool) error
+	// Fixed jobs are never frozen (SetFixed).
+	Fixed bool
 }
 
 // Options configures a Governor. Zero fields mean the defaults given.
@@ -149,6 +151,22 @@ func (g *Governor) SetPid(id int64, pid int) {
 	g.mu.Unlock()
 }
 
+// SetFixed makes job id one the Governor never freezes: a job whose
+// processes nobody could continue should the owner die (a compiler the
+// launcher handed off to). A job frozen already is continued.
+func (g *Governor) SetFixed(id int64) {
+	g.mu.Lock()
+	w := g.jobs[id]
+	thaw := w != nil && w.frozen
+	if w != nil {
+		w.spec.Fixed, w.frozen = true, false
+	}
+	g.mu.Unlock()
+	if thaw {
+		g.freeze(w, false)
+	}
+}
+
 // SetNeed sets job id's predicted peak.
 func (g *Governor) SetNeed(id int64, need int64) {
 	g.mu.Lock()
@@ -267,7 +285,7 @@ func (g *Governor) step() time.Duration {
 	// only keeps it pending.
 	var signaled []*watched
 	for _, w := range g.jobs {
-		if w.frozen && w != freeze && signalPending(g.opts.Proc, w.spec.Pid) {
+		if w.frozen && w != freeze && treeSignaled(g.opts.Proc, w.spec.Pid) {
 			w.frozen = false
 			g.stats.Thaws++
 			signaled = append(signaled, w)
@@ -295,6 +313,17 @@ func (g *Governor) step() time.Duration {
 	return next
 }
 
+// treeSignaled reports whether a process of pid's tree has a signal
+// pending (signalPending).
+func treeSignaled(proc string, pid int) bool {
+	for _, p := range Tree(proc, pid) {
+		if signalPending(proc, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (g *Governor) event(id int64, froze bool, why string) {
 	if g.opts.Event != nil {
 		g.opts.Event(id, froze, why)
@@ -319,7 +348,7 @@ func (g *Governor) sampleLocked(now time.Time) Plan {
 			w.used = TreeRSS(g.opts.Proc, w.spec.Pid)
 		}
 		w.peak = max(w.peak, w.used)
-		jobs = append(jobs, Job{ID: id, Need: max(w.spec.Need, w.peak), Used: w.used, Started: w.started, Frozen: w.frozen})
+		jobs = append(jobs, Job{ID: id, Need: max(w.spec.Need, w.peak), Used: w.used, Started: w.started, Frozen: w.frozen, Fixed: w.spec.Fixed})
 	}
 	g.sample, g.sampled = s, now
 	g.plan = g.pol.Plan(now, s, jobs)
@@ -350,6 +379,16 @@ func (g *Governor) thawAll() {
 	for _, w := range ws {
 		g.freeze(w, false)
 	}
+}
+
+// Free reports whether need fits what is available now beyond the
+// reserve, from a fresh sample: for a job that should not start alone
+// into memory another program holds (one the kernel OOM-killed).
+func (g *Governor) Free(need int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sampleLocked(time.Now())
+	return g.err != nil || need <= g.sample.Available-g.pol.Reserve()
 }
 
 // Room returns the room left in the last plan, after the needs of the

@@ -18,6 +18,9 @@ type Job struct {
 	// thawed first.
 	Started time.Time
 	Frozen  bool
+	// Fixed jobs are never frozen (a job whose processes the owner cannot
+	// continue should it die).
+	Fixed bool
 }
 
 // Thresholds of a Policy. Zero fields mean the defaults given.
@@ -174,11 +177,10 @@ func (p *Policy) Plan(now time.Time, s Sample, jobs []Job) Plan {
 	}
 
 	switch {
-	case len(active) >= 2 && (short || stalled || over) && (settled || emergency):
+	case len(active) >= 2 && (short || stalled || over) && (settled || emergency) && newestFreezable(active) > 0:
 		// Memory runs out: stop the newest job's growth. The oldest job
 		// always runs, so the build moves on and frees memory.
-		j := active[len(active)-1]
-		plan.Freeze = j.ID
+		plan.Freeze = active[newestFreezable(active)].ID
 		switch {
 		case short:
 		case stalled:
@@ -200,6 +202,18 @@ func (p *Policy) Plan(now time.Time, s Sample, jobs []Job) Plan {
 		}
 	}
 	return plan
+}
+
+// newestFreezable returns the index of the newest job of active (sorted
+// oldest first) that may be frozen, 0 when none but the oldest: the oldest
+// is never frozen.
+func newestFreezable(active []Job) int {
+	for i := len(active) - 1; i > 0; i-- {
+		if !active[i].Fixed {
+			return i
+		}
+	}
+	return 0
 }
 
 // pressure updates the recent stall shares from the totals' change since

@@ -31,6 +31,11 @@ func Tree(proc string, pid int) []int {
 	return out
 }
 
+// Children returns the children of pid, read below proc.
+func Children(proc string, pid int) []int {
+	return appendChildren(nil, proc, pid)
+}
+
 // maxTree bounds a tree's walk: a fork bomb under a job must not make the
 // sampler walk forever.
 const maxTree = 4096

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/numasteal/numasteal/internal/memtest"
 )
@@ -240,6 +241,64 @@ func TestMemoryOtherProgram(t *testing.T) {
 		t.Fatalf("the other program failed (killed by the OOM killer?): %v\n%s", err, hout)
 	}
 	<-done
+	if err != nil {
+		t.Fatalf("make failed: %v\n%s", err, out)
+	}
+	b.checkBuilt(out)
+	t.Logf("%d OOM kills, %s freezes, %s OOM retries", b.g.OOMKills(), b.e.status("freezes"), b.e.status("oom_retries"))
+	if b.g.OOMKills() != 0 {
+		t.Errorf("%d OOM kills in the group", b.g.OOMKills())
+	}
+}
+
+// TestMemoryDaemonDiesWhileFrozen: the daemon freezes a compile (SIGSTOP
+// to the launcher's children, done here by the test) and is killed; the
+// launcher sees its connection close and continues the compile, and the
+// build completes instead of hanging.
+func TestMemoryDaemonDiesWhileFrozen(t *testing.T) {
+	b := newLimitedBuild(t, 400<<20, []int{10}, 1500)
+	done := make(chan struct{})
+	var out string
+	var err error
+	go func() { out, err = b.make(); close(done) }()
+	var pid int
+	poll(t, "the compile to start", func() bool {
+		for _, p := range b.g.Pids() {
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(cmd), "memhog") {
+				pid = p
+				return true
+			}
+		}
+		return false
+	})
+	syscall.Kill(pid, syscall.SIGSTOP)
+	poll(t, "the compile to stop", func() bool {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return strings.Contains(string(st), ") T ")
+	})
+	b.e.killDaemon()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		syscall.Kill(pid, syscall.SIGCONT)
+		t.Fatal("the build hangs on the stopped compile after the daemon died")
+	}
+	if err != nil {
+		t.Fatalf("make failed: %v\n%s", err, out)
+	}
+	b.checkBuilt(out)
+}
+
+// TestMemoryFirstRunMixed: a first build of small compiles (20 MiB) and
+// two of 250 MiB in a 450 MiB group, in whatever order make starts them:
+// a need is estimated when the job reaches the head of its queue, from
+// the build's jobs that ended by then, and raised to what a running job
+// of its kind holds; when a large compile is admitted beside another on a
+// low estimate, the daemon freezes the newer as they outgrow memory. No
+// compile is OOM-killed and every object is built.
+func TestMemoryFirstRunMixed(t *testing.T) {
+	b := newLimitedBuild(t, 450<<20, []int{20, 20, 20, 20, 250, 250}, 2000)
+	out, err := b.make()
 	if err != nil {
 		t.Fatalf("make failed: %v\n%s", err, out)
 	}

@@ -69,6 +69,18 @@ func (s *Server) priorNeedLocked(build, kind string, guess int64) int64 {
 	return need
 }
 
+// estimateLocked returns the need of job j whose output's peak is not
+// learned: its build's prior for its kind, or the first guess, plus a
+// tenth. s.mu held.
+func (s *Server) estimateLocked(j *job) int64 {
+	guess := s.cfg.GuessLink
+	if j.kind == string(launch.Compile) {
+		guess = s.cfg.GuessCompile
+	}
+	need := s.priorNeedLocked(j.build, j.kind, guess)
+	return need + need/10
+}
+
 // learnLocked records what a local job that ended held at its peak: the
 // measured peak (wait4's, from a measured launcher) or the sampled one,
 // whichever is more, in the store by output and in its build's prior.

@@ -92,6 +92,30 @@ type pool struct {
 	nodeOf func(cpu int) int
 	// admitted is called (under the lock) for each admitted job.
 	admitted func(*job)
+	// estimate, when set, gives the need of a job whose peak is not
+	// learned, when it reaches the head of its queue: what its build's
+	// jobs that ended meanwhile suggest (Server.priorNeedLocked).
+	estimate func(*job) int64
+}
+
+// retryPatience bounds how long a job run again after an OOM kill waits,
+// with nothing else running, for memory to come back before it runs
+// alone all the same; retryPoll is how often it looks.
+const (
+	retryPatience = 30 * time.Second
+	retryPoll     = 100 * time.Millisecond
+)
+
+// childrenOf returns the freezer of a job whose launcher is pid: the
+// command's processes, not the launcher, which stays awake to continue
+// them should the daemon die (launch's watchDaemon).
+func childrenOf(pid int) func(stop bool) error {
+	return func(stop bool) error {
+		for _, c := range memory.Children("/proc", pid) {
+			memory.SignalTree("/proc", c, stop)
+		}
+		return nil
+	}
 }
 
 // Queued and Running make the pool the balance.Load the placement reads:
@@ -208,6 +232,17 @@ func (p *pool) admitLocal() {
 			return
 		}
 		j := q.jobs[0]
+		if !j.learned && p.estimate != nil {
+			j.need = p.estimate(j)
+		}
+		if j.attempt > 0 && p.localRunning() == 0 && time.Since(j.queued) < retryPatience && !p.mem.Free(j.need) {
+			// A job the kernel OOM-killed waits for memory another
+			// program holds, rather than be killed again at once.
+			if p.wake != nil {
+				p.wake(time.Now().Add(retryPoll))
+			}
+			return
+		}
 		if !p.mem.Admit(j.need, p.localRunning()) {
 			return
 		}
@@ -235,7 +270,7 @@ func (p *pool) admitLocal() {
 		j.started = time.Now()
 		p.running[j.id] = j
 		p.memUsed += j.need
-		p.mem.Add(j.id, memory.JobSpec{Need: j.need, Pid: j.peer})
+		p.mem.Add(j.id, memory.JobSpec{Need: j.need, Pid: j.peer, Freeze: childrenOf(j.peer)})
 		if p.admitted != nil {
 			p.admitted(j)
 		}

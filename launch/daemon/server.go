@@ -234,14 +234,15 @@ func (s *Server) init() error {
 		}
 	}
 	s.pool = pool{
-		slots:   slots,
-		mem:     s.mem,
-		running: make(map[int64]*job),
-		perCPU:  make([]int, topo.Usable.Last()+1),
-		bal:     bal,
-		nodeOf:  topo.NodeOf,
-		farm:    cfg.Farm,
-		wake:    s.wakeLocked,
+		slots:    slots,
+		mem:      s.mem,
+		running:  make(map[int64]*job),
+		perCPU:   make([]int, topo.Usable.Last()+1),
+		bal:      bal,
+		nodeOf:   topo.NodeOf,
+		farm:     cfg.Farm,
+		wake:     s.wakeLocked,
+		estimate: s.estimateLocked,
 	}
 	if cfg.Trace != "" {
 		s.trace = buildgraph.NewTraceWriter(s.start, "numasteal serve")
@@ -415,9 +416,10 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				launch.Field{Key: "node", Value: strconv.Itoa(j.node)},
 				launch.Field{Key: "mem_kib", Value: strconv.FormatInt(j.need>>10, 10)})
 			// The launcher stays the parent, to run the job again after
-			// an OOM kill, unless the job's peak is known and it would
-			// fit twice over.
-			if !j.learned || s.mem.Room() < j.need {
+			// an OOM kill, when memory is tight: unless the job would fit
+			// twice over. (A job with an output not yet learned is
+			// measured anyway.)
+			if s.mem.Room() < j.need {
 				j.measure = true
 			}
 		}
@@ -432,6 +434,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		}
 		if j.pidfd != nil {
 			g.Fields = append(g.Fields, launch.Field{Key: "handoff", Value: "1"})
+			// No launcher is left to continue the command should this
+			// daemon die: never freeze it.
+			s.mem.SetFixed(j.id)
 		}
 		return reply(g)
 	}
@@ -617,12 +622,7 @@ func (s *Server) newJob(m launch.Msg, peer int) *job {
 		j.measure = s.known%remeasureEvery == 0
 	} else {
 		j.measure = j.out != ""
-		guess := s.cfg.GuessLink
-		if j.kind == string(launch.Compile) {
-			guess = s.cfg.GuessCompile
-		}
-		j.need = s.priorNeedLocked(j.build, j.kind, guess)
-		j.need += j.need / 10
+		j.need = s.estimateLocked(j)
 	}
 	j.measure = j.measure || forced == "1"
 	return j
