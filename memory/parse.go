@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -116,6 +117,9 @@ func parseKeyed(b []byte, key string, skip int) (v int64, ok bool, err error) {
 			return 0, false, fmt.Errorf("%s %q: %w", key, f[skip+1], ErrSyntax)
 		}
 		if len(f) > skip+2 && string(f[skip+2]) == "kB" {
+			if n > math.MaxInt64>>10 {
+				return 0, false, fmt.Errorf("%s %q kB is too large: %w", key, f[skip+1], ErrSyntax)
+			}
 			n <<= 10
 		}
 		return n, true, nil
