@@ -74,21 +74,21 @@ func parsePressure(b []byte) (Pressure, error) {
 			switch string(k) {
 			case "avg10":
 				x, err := strconv.ParseFloat(string(v), 64)
-				if err != nil || x < 0 {
+				if err != nil || !(x >= 0) || math.IsInf(x, 0) {
 					return Pressure{}, fmt.Errorf("avg10 %q: %w", v, ErrSyntax)
 				}
 				*avg = x
-				got++
+				got |= 1
 			case "total":
 				x, err := strconv.ParseInt(string(v), 10, 64)
 				if err != nil || x < 0 {
 					return Pressure{}, fmt.Errorf("total %q: %w", v, ErrSyntax)
 				}
 				*total = x
-				got++
+				got |= 2
 			}
 		}
-		if got != 2 {
+		if got != 3 {
 			return Pressure{}, fmt.Errorf("line %q lacks avg10 or total: %w", line, ErrSyntax)
 		}
 	}
