@@ -35,9 +35,16 @@ func Open(root string, pid int) (*Source, error) {
 	}
 	s := &Source{root: root, groups: groups, pressure: "proc/pressure/memory"}
 	// The process's own v2 cgroup has its own PSI, which counts only its
-	// tasks' stalls; the machine's counts everybody's. Prefer the group's
-	// when there is one below the root of the hierarchy.
-	if own, ok := ownV2(root, pid); ok {
+	// tasks' stalls; the machine's counts everybody's. Prefer the group's:
+	// the memory cgroup's where v2 has the controller (found through the
+	// mount table, so a cgroup namespace's mount of a subtree is read
+	// right), else the one below the root of the hierarchy.
+	if len(groups) > 0 && groups[0].V2 {
+		rel := path.Join(groups[0].Dir, "memory.pressure")
+		if _, err := os.Stat(s.abs(rel)); err == nil {
+			s.pressure = rel
+		}
+	} else if own, ok := ownV2(root, pid); ok {
 		s.pressure = own
 	}
 	return s, nil
