@@ -117,10 +117,15 @@ func (g *Governor) Admit(need int64, running int) bool {
 	return true
 }
 
-// Add starts watching job id.
+// Add starts watching job id. It reads the OOM-kill counters, the base
+// of the job's Ended.OOMKills.
 func (g *Governor) Add(id int64, spec JobSpec) {
+	base, err := g.src.oomKills()
 	g.mu.Lock()
-	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: g.sample.OOMKills}
+	if err != nil {
+		base = g.sample.OOMKills
+	}
+	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: base}
 	g.mu.Unlock()
 	select {
 	case g.kick <- struct{}{}:
@@ -177,8 +182,8 @@ func (g *Governor) Remove(id int64) Ended {
 // process since the count base (Ended.OOMKills), reading the counters
 // afresh.
 func (g *Governor) OOMKilledSince(base int64) bool {
-	s, err := g.src.Sample()
-	return err == nil && s.OOMKills > base
+	n, err := g.src.oomKills()
+	return err == nil && n > base
 }
 
 // Stats returns the counters and the last view.

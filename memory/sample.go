@@ -143,12 +143,20 @@ func (s *Source) Sample() (Sample, error) {
 		}
 		out.Pressure, out.HasPressure = p, true
 	}
+	out.OOMKills, err = s.oomKills()
+	return out, err
+}
+
+// oomKills returns Sample.OOMKills: the machine's OOM kills plus those of
+// the process's own cgroup.
+func (s *Source) oomKills() (int64, error) {
+	var sum int64
 	if b, err := s.read("proc/vmstat"); err == nil {
 		n, _, err := parseKeyed(b, "oom_kill", 0)
 		if err != nil {
-			return out, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+			return sum, &FileError{Path: s.abs("proc/vmstat"), Err: err}
 		}
-		out.OOMKills += n
+		sum += n
 	}
 	if len(s.groups) > 0 {
 		g := s.groups[0]
@@ -159,12 +167,12 @@ func (s *Source) Sample() (Sample, error) {
 		if b, err := s.read(path.Join(g.Dir, file)); err == nil {
 			n, _, err := parseKeyed(b, key, 0)
 			if err != nil {
-				return out, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
+				return sum, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
 			}
-			out.OOMKills += n
+			sum += n
 		}
 	}
-	return out, nil
+	return sum, nil
 }
 
 // groupState reads one cgroup's limit (0: none), the file that sets it,
