@@ -55,9 +55,13 @@ type Governor struct {
 	err     error
 	stats   Stats
 	kick    chan struct{}
+	seq     int64 // the last watched.seq given
 }
 
 type watched struct {
+	// seq is the job's id in the Policy's plans: the owner's ids may be
+	// anything, 0 included, which a Plan uses for "no job".
+	seq     int64
 	spec    JobSpec
 	started time.Time
 	used    int64
@@ -125,7 +129,8 @@ func (g *Governor) Add(id int64, spec JobSpec) {
 	if err != nil {
 		base = g.sample.OOMKills
 	}
-	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: base}
+	g.seq++
+	g.jobs[id] = &watched{seq: g.seq, spec: spec, started: time.Now(), oomBase: base}
 	g.mu.Unlock()
 	select {
 	case g.kick <- struct{}{}:
@@ -241,15 +246,18 @@ func (g *Governor) step() time.Duration {
 	g.mu.Lock()
 	plan := g.sampleLocked(time.Now())
 	var freeze, thaw *watched
-	if w := g.jobs[plan.Freeze]; w != nil && !w.frozen {
-		freeze = w
-		w.frozen = true
-		g.stats.Freezes++
-	}
-	if w := g.jobs[plan.Thaw]; w != nil && w.frozen {
-		thaw = w
-		w.frozen = false
-		g.stats.Thaws++
+	var freezeID, thawID int64
+	for id, w := range g.jobs {
+		switch {
+		case plan.Freeze != 0 && w.seq == plan.Freeze && !w.frozen:
+			freeze, freezeID = w, id
+			w.frozen = true
+			g.stats.Freezes++
+		case plan.Thaw != 0 && w.seq == plan.Thaw && w.frozen:
+			thaw, thawID = w, id
+			w.frozen = false
+			g.stats.Thaws++
+		}
 	}
 	// A frozen job that is sent a signal (Ctrl-C of its build, make's
 	// SIGTERM) is continued, so that the signal acts: a stopped process
@@ -269,11 +277,11 @@ func (g *Governor) step() time.Duration {
 	g.mu.Unlock()
 	if freeze != nil {
 		g.freeze(freeze, true)
-		g.event(plan.Freeze, true, plan.Why)
+		g.event(freezeID, true, plan.Why)
 	}
 	if thaw != nil {
 		g.freeze(thaw, false)
-		g.event(plan.Thaw, false, plan.Why)
+		g.event(thawID, false, plan.Why)
 	}
 	for _, w := range signaled {
 		g.freeze(w, false)
@@ -301,14 +309,14 @@ func (g *Governor) sampleLocked(now time.Time) Plan {
 		return g.plan
 	}
 	jobs := make([]Job, 0, len(g.jobs))
-	for id, w := range g.jobs {
+	for _, w := range g.jobs {
 		if w.spec.Usage != nil {
 			w.used = w.spec.Usage()
 		} else if w.spec.Pid > 0 {
 			w.used = TreeRSS(g.opts.Proc, w.spec.Pid)
 		}
 		w.peak = max(w.peak, w.used)
-		jobs = append(jobs, Job{ID: id, Need: max(w.spec.Need, w.peak), Used: w.used, Started: w.started, Frozen: w.frozen})
+		jobs = append(jobs, Job{ID: w.seq, Need: max(w.spec.Need, w.peak), Used: w.used, Started: w.started, Frozen: w.frozen})
 	}
 	g.sample, g.sampled = s, now
 	g.plan = g.pol.Plan(now, s, jobs)
