@@ -107,18 +107,21 @@ func NewGovernor(src *Source, t Thresholds, o Options) *Governor {
 // Admit reports whether a job of need may start now, with running jobs
 // of the owner running (Plan.Fits), and when it may, takes its need from
 // the room so that the next question sees it. A plan older than the
-// sampling interval is made again first. The owner then calls Add.
+// sampling interval is made again first, and its freeze or thaw carried
+// out. The owner then calls Add.
 func (g *Governor) Admit(need int64, running int) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	var m moves
 	if running > 0 && time.Since(g.sampled) >= g.opts.Interval {
-		g.sampleLocked(time.Now())
+		m = g.decideLocked(time.Now())
 	}
-	if !g.plan.Fits(need, running) {
-		return false
+	ok := g.plan.Fits(need, running)
+	if ok {
+		g.plan.Take(need)
 	}
-	g.plan.Take(need)
-	return true
+	g.mu.Unlock()
+	g.apply(m)
+	return ok
 }
 
 // Add starts watching job id. It reads the OOM-kill counters, the base
@@ -173,14 +176,16 @@ func (g *Governor) Remove(id int64) Ended {
 	g.mu.Lock()
 	w := g.jobs[id]
 	delete(g.jobs, id)
+	var e Ended
+	var spec JobSpec
+	if w != nil {
+		e, spec = Ended{Peak: w.peak, OOMKills: w.oomBase, Frozen: w.frozen}, w.spec
+	}
 	g.mu.Unlock()
-	if w == nil {
-		return Ended{}
+	if e.Frozen {
+		g.freeze(spec, false)
 	}
-	if w.frozen {
-		g.freeze(w, false)
-	}
-	return Ended{Peak: w.peak, OOMKills: w.oomBase, Frozen: w.frozen}
+	return e
 }
 
 // OOMKilledSince reports whether the kernel's OOM killer has killed a
@@ -244,17 +249,46 @@ func (g *Governor) Run(ctx context.Context) {
 // next.
 func (g *Governor) step() time.Duration {
 	g.mu.Lock()
-	plan := g.sampleLocked(time.Now())
-	var freeze, thaw *watched
-	var freezeID, thawID int64
+	m := g.decideLocked(time.Now())
+	next := g.opts.Interval
+	if r := g.pol.Reserve(); r > 0 && g.sample.Available < 4*r {
+		next = max(next/4, time.Millisecond)
+	}
+	g.mu.Unlock()
+	g.apply(m)
+	if g.opts.Changed != nil && !m.plan.Hold {
+		g.opts.Changed()
+	}
+	return next
+}
+
+// moves are what a plan asks of the jobs, decided under g.mu and carried
+// out (apply) after it: the job to freeze, the job to thaw, and the
+// frozen jobs that were sent a signal, each with its id and spec as they
+// were.
+type moves struct {
+	plan             Plan
+	freeze, thaw     *JobSpec
+	freezeID, thawID int64
+	signaled         []JobSpec
+}
+
+// decideLocked takes a sample, makes the plan and marks the jobs it
+// freezes and thaws. A sample that fails moves nothing. g.mu held.
+func (g *Governor) decideLocked(now time.Time) moves {
+	plan, fresh := g.sampleLocked(now)
+	m := moves{plan: plan}
 	for id, w := range g.jobs {
 		switch {
+		case !fresh:
 		case plan.Freeze != 0 && w.seq == plan.Freeze && !w.frozen:
-			freeze, freezeID = w, id
+			spec := w.spec
+			m.freeze, m.freezeID = &spec, id
 			w.frozen = true
 			g.stats.Freezes++
 		case plan.Thaw != 0 && w.seq == plan.Thaw && w.frozen:
-			thaw, thawID = w, id
+			spec := w.spec
+			m.thaw, m.thawID = &spec, id
 			w.frozen = false
 			g.stats.Thaws++
 		}
@@ -262,34 +296,29 @@ func (g *Governor) step() time.Duration {
 	// A frozen job that is sent a signal (Ctrl-C of its build, make's
 	// SIGTERM) is continued, so that the signal acts: a stopped process
 	// only keeps it pending.
-	var signaled []*watched
-	for _, w := range g.jobs {
-		if w.frozen && w != freeze && signalPending(g.opts.Proc, w.spec.Pid) {
+	for id, w := range g.jobs {
+		if w.frozen && id != m.freezeID && signalPending(g.opts.Proc, w.spec.Pid) {
 			w.frozen = false
 			g.stats.Thaws++
-			signaled = append(signaled, w)
+			m.signaled = append(m.signaled, w.spec)
 		}
 	}
-	next := g.opts.Interval
-	if r := g.pol.Reserve(); r > 0 && g.sample.Available < 4*r {
-		next = max(next/4, time.Millisecond)
+	return m
+}
+
+// apply carries out the moves decided, without g.mu.
+func (g *Governor) apply(m moves) {
+	if m.freeze != nil {
+		g.freeze(*m.freeze, true)
+		g.event(m.freezeID, true, m.plan.Why)
 	}
-	g.mu.Unlock()
-	if freeze != nil {
-		g.freeze(freeze, true)
-		g.event(freezeID, true, plan.Why)
+	if m.thaw != nil {
+		g.freeze(*m.thaw, false)
+		g.event(m.thawID, false, m.plan.Why)
 	}
-	if thaw != nil {
-		g.freeze(thaw, false)
-		g.event(thawID, false, plan.Why)
+	for _, spec := range m.signaled {
+		g.freeze(spec, false)
 	}
-	for _, w := range signaled {
-		g.freeze(w, false)
-	}
-	if g.opts.Changed != nil && !plan.Hold {
-		g.opts.Changed()
-	}
-	return next
 }
 
 func (g *Governor) event(id int64, froze bool, why string) {
@@ -298,15 +327,16 @@ func (g *Governor) event(id int64, froze bool, why string) {
 	}
 }
 
-// sampleLocked reads the source and every job, and makes the plan.
+// sampleLocked reads the source and every job, and makes the plan;
+// fresh is false when the sample failed and the plan is the last one.
 // g.mu held.
-func (g *Governor) sampleLocked(now time.Time) Plan {
+func (g *Governor) sampleLocked(now time.Time) (plan Plan, fresh bool) {
 	s, err := g.src.Sample()
 	g.err = err
 	if err != nil {
 		// Keep the last plan: a file that could not be read once says
 		// nothing new about memory.
-		return g.plan
+		return g.plan, false
 	}
 	jobs := make([]Job, 0, len(g.jobs))
 	for _, w := range g.jobs {
@@ -320,31 +350,31 @@ func (g *Governor) sampleLocked(now time.Time) Plan {
 	}
 	g.sample, g.sampled = s, now
 	g.plan = g.pol.Plan(now, s, jobs)
-	return g.plan
+	return g.plan, true
 }
 
-func (g *Governor) freeze(w *watched, stop bool) {
-	if w.spec.Freeze != nil {
-		w.spec.Freeze(stop)
+func (g *Governor) freeze(spec JobSpec, stop bool) {
+	if spec.Freeze != nil {
+		spec.Freeze(stop)
 		return
 	}
-	if w.spec.Pid > 0 {
-		SignalTree(g.opts.Proc, w.spec.Pid, stop)
+	if spec.Pid > 0 {
+		SignalTree(g.opts.Proc, spec.Pid, stop)
 	}
 }
 
 // thawAll continues every frozen job.
 func (g *Governor) thawAll() {
 	g.mu.Lock()
-	var ws []*watched
+	var specs []JobSpec
 	for _, w := range g.jobs {
 		if w.frozen {
 			w.frozen = false
-			ws = append(ws, w)
+			specs = append(specs, w.spec)
 		}
 	}
 	g.mu.Unlock()
-	for _, w := range ws {
-		g.freeze(w, false)
+	for _, spec := range specs {
+		g.freeze(spec, false)
 	}
 }
