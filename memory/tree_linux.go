@@ -151,8 +151,10 @@ func isStopped(proc string, pid int) bool {
 }
 
 // signalPending reports whether pid has a signal pending that would end
-// or interrupt it (anything but SIGCHLD, SIGCONT, SIGWINCH and SIGURG,
-// which a stopped process may well have pending for no one's sake).
+// or interrupt it: anything but SIGCHLD, SIGCONT, SIGWINCH and SIGURG,
+// which a stopped process may well have pending for no one's sake, and
+// the stop signals, SignalTree's own SIGSTOP among them (pending while
+// the process is in uninterruptible sleep, an exec or a page fault).
 func signalPending(proc string, pid int) bool {
 	if pid <= 0 {
 		return false
@@ -161,7 +163,8 @@ func signalPending(proc string, pid int) bool {
 	if err != nil {
 		return false
 	}
-	const ignore = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGCONT-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGURG-1)
+	const ignore = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGCONT-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGURG-1) |
+		1<<(unix.SIGSTOP-1) | 1<<(unix.SIGTSTP-1) | 1<<(unix.SIGTTIN-1) | 1<<(unix.SIGTTOU-1)
 	for _, key := range []string{"SigPnd:", "ShdPnd:"} {
 		for _, line := range bytes.Split(b, []byte{'\n'}) {
 			if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
