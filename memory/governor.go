@@ -67,6 +67,10 @@ type watched struct {
 	used    int64
 	peak    int64
 	frozen  bool
+	// ending: the job was frozen and sent a signal, and was continued
+	// for it to act. It is left to end: never frozen again, and not in
+	// the Policy's plans.
+	ending  bool
 	oomBase int64
 }
 
@@ -298,7 +302,7 @@ func (g *Governor) decideLocked(now time.Time) moves {
 	// only keeps it pending.
 	for id, w := range g.jobs {
 		if w.frozen && id != m.freezeID && signalPending(g.opts.Proc, w.spec.Pid) {
-			w.frozen = false
+			w.frozen, w.ending = false, true
 			g.stats.Thaws++
 			m.signaled = append(m.signaled, w.spec)
 		}
@@ -346,6 +350,9 @@ func (g *Governor) sampleLocked(now time.Time) (plan Plan, fresh bool) {
 			w.used = TreeRSS(g.opts.Proc, w.spec.Pid)
 		}
 		w.peak = max(w.peak, w.used)
+		if w.ending {
+			continue
+		}
 		jobs = append(jobs, Job{ID: w.seq, Need: max(w.spec.Need, w.peak), Used: w.used, Started: w.started, Frozen: w.frozen})
 	}
 	g.sample, g.sampled = s, now
