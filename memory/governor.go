@@ -18,7 +18,7 @@ type JobSpec struct {
 	Usage func() int64
 	// Freeze, when set, stops (true) or continues (false) every process of
 	// the job (a cgroup freezer); nil: SIGSTOP and SIGCONT to Pid's tree
-	// (SignalTree).
+	// (SignalTree). It must not call the Governor.
 	Freeze func(stop bool) error
 }
 
@@ -45,6 +45,12 @@ type Options struct {
 type Governor struct {
 	src  *Source
 	opts Options
+
+	// moving is held while freezes and thaws are carried out, from the
+	// decision under mu (taken before mu is let go) to the last signal,
+	// so that Remove's and thawAll's continues come after a stop decided
+	// before them, never before it. Order: mu, then moving.
+	moving sync.Mutex
 
 	mu      sync.Mutex
 	pol     *Policy
@@ -123,6 +129,7 @@ func (g *Governor) Admit(need int64, running int) bool {
 	if ok {
 		g.plan.Take(need)
 	}
+	g.moving.Lock()
 	g.mu.Unlock()
 	g.apply(m)
 	return ok
@@ -187,7 +194,9 @@ func (g *Governor) Remove(id int64) Ended {
 	}
 	g.mu.Unlock()
 	if e.Frozen {
+		g.moving.Lock()
 		g.freeze(spec, false)
+		g.moving.Unlock()
 	}
 	return e
 }
@@ -258,6 +267,7 @@ func (g *Governor) step() time.Duration {
 	if r := g.pol.Reserve(); r > 0 && g.sample.Available < 4*r {
 		next = max(next/4, time.Millisecond)
 	}
+	g.moving.Lock()
 	g.mu.Unlock()
 	g.apply(m)
 	if g.opts.Changed != nil && !m.plan.Hold {
@@ -310,18 +320,25 @@ func (g *Governor) decideLocked(now time.Time) moves {
 	return m
 }
 
-// apply carries out the moves decided, without g.mu.
+// apply carries out the moves decided, called with g.moving held and
+// g.mu not; it lets g.moving go before it reports the moves, so that an
+// Event callback may call the Governor.
 func (g *Governor) apply(m moves) {
 	if m.freeze != nil {
 		g.freeze(*m.freeze, true)
-		g.event(m.freezeID, true, m.plan.Why)
 	}
 	if m.thaw != nil {
 		g.freeze(*m.thaw, false)
-		g.event(m.thawID, false, m.plan.Why)
 	}
 	for _, spec := range m.signaled {
 		g.freeze(spec, false)
+	}
+	g.moving.Unlock()
+	if m.freeze != nil {
+		g.event(m.freezeID, true, m.plan.Why)
+	}
+	if m.thaw != nil {
+		g.event(m.thawID, false, m.plan.Why)
 	}
 }
 
@@ -381,6 +398,8 @@ func (g *Governor) thawAll() {
 		}
 	}
 	g.mu.Unlock()
+	g.moving.Lock()
+	defer g.moving.Unlock()
 	for _, spec := range specs {
 		g.freeze(spec, false)
 	}
