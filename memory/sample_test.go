@@ -28,10 +28,16 @@ func copyFixture(t testing.TB, name string) string {
 	return dst
 }
 
-// writeFile writes a file of a fixture tree.
+// writeFile replaces a file of a fixture tree at once (a rename), so
+// that a Sample taken meanwhile reads the old content or the new, never
+// an empty file.
 func writeFile(t testing.TB, root, rel, content string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(root, rel), []byte(content), 0o644); err != nil {
+	p := filepath.Join(root, rel)
+	if err := os.WriteFile(p+".new", []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
 	}
 }
