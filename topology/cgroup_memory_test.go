@@ -109,6 +109,18 @@ func TestMemoryCgroupsEdits(t *testing.T) {
 			"proc/self/mountinfo": `35 31 0:32 / /sys/fs/cgroup/mem\040ory rw - cgroup cgroup rw,memory` + "\n",
 			"proc/self/cgroup":    "4:memory:/build\n",
 		}, want: []topology.MemoryCgroup{{Dir: "/sys/fs/cgroup/mem ory/build"}, {Dir: "/sys/fs/cgroup/mem ory", Depth: 1}}},
+		// v1 with memory co-mounted beside other controllers.
+		{name: "co-mounted", fixture: "v1", edits: treeEdits{
+			"proc/self/mountinfo": "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct,memory rw - cgroup cgroup rw,cpu,cpuacct,memory\n",
+			"proc/self/cgroup":    "3:cpu,cpuacct,memory:/build\n",
+		}, want: []topology.MemoryCgroup{{Dir: "/sys/fs/cgroup/cpu,cpuacct,memory/build"}, {Dir: "/sys/fs/cgroup/cpu,cpuacct,memory", Depth: 1}}},
+		// v1 memory where the v2 hierarchy has the controller too (a v1
+		// memory mount takes it from v2, but a dump may show both): v1.
+		{name: "v1 before v2", fixture: "v1", edits: treeEdits{
+			"proc/self/mountinfo":                      "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+			"proc/self/cgroup":                         "4:memory:/build\n0::/other\n",
+			"sys/fs/cgroup/unified/cgroup.controllers": "memory\n",
+		}, want: []topology.MemoryCgroup{{Dir: "/sys/fs/cgroup/memory/build"}, {Dir: "/sys/fs/cgroup/memory", Depth: 1}}},
 		{name: "bad cgroup", fixture: "v1", edits: treeEdits{"proc/self/cgroup": "4:memory\n"},
 			err: `topology: proc/self/cgroup "4:memory": cgroup line is not id:controllers:/path: invalid syntax`},
 		{name: "bad mountinfo", fixture: "v1", edits: treeEdits{"proc/self/mountinfo": "35 31 0:32 / /sys/fs/cgroup/memory rw\n"},
