@@ -135,8 +135,9 @@ func (g *Governor) Admit(need int64, running int) bool {
 	return ok
 }
 
-// Add starts watching job id. It reads the OOM-kill counters, the base
-// of the job's Ended.OOMKills.
+// Add starts watching job id, any number the owner gives its jobs (0
+// included) that no other watched job has. It reads the OOM-kill
+// counters, the base of the job's Ended.OOMKills.
 func (g *Governor) Add(id int64, spec JobSpec) {
 	base, err := g.src.oomKills()
 	g.mu.Lock()
