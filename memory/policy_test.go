@@ -96,6 +96,10 @@ var planTests = []struct {
 		{at: 5 * time.Second, s: avail(1), jobs: []Job{frozen(3, 100, 50, 5*time.Second), job(1, 100, 50, 20*time.Second), frozen(2, 100, 50, 10*time.Second)},
 			want: Plan{Room: -149 * miB, Hold: true, Why: "available memory 1 MiB is below the reserve of 100 MiB"}},
 	}},
+	{"equal start times: the larger id is the newer", Thresholds{Reserve: 100 * miB}, []planStep{
+		{s: avail(80), jobs: []Job{job(2, 1, 1, time.Second), job(1, 1, 1, time.Second)},
+			want: Plan{Room: -20 * miB, Hold: true, Freeze: 2, Why: below}},
+	}},
 	{"short with one job: it runs", Thresholds{Reserve: 100 * miB}, []planStep{
 		{s: avail(80), jobs: []Job{job(1, 100, 50, time.Second)}, want: Plan{Room: -70 * miB, Hold: true, Why: below}},
 	}},
