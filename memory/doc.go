@@ -66,8 +66,9 @@
 // freezes and thaws (SIGSTOP and SIGCONT to the tree, or the owner's
 // cgroup freezer), and calls the owner back when more may be admitted. A
 // frozen job that is sent a signal (Ctrl-C of its build) is continued so
-// that the signal acts; a stopped process only keeps it pending. When the
-// Governor stops it continues every job it froze.
+// that the signal acts (a stopped process only keeps it pending), and is
+// left to end, never frozen again. When the Governor stops it continues
+// every job it froze.
 //
 // # OOM kills
 //

@@ -18,7 +18,7 @@ type JobSpec struct {
 	Usage func() int64
 	// Freeze, when set, stops (true) or continues (false) every process of
 	// the job (a cgroup freezer); nil: SIGSTOP and SIGCONT to Pid's tree
-	// (SignalTree).
+	// (SignalTree). It must not call the Governor.
 	Freeze func(stop bool) error
 	// Fixed jobs are never frozen (SetFixed).
 	Fixed bool
@@ -48,6 +48,12 @@ type Governor struct {
 	src  *Source
 	opts Options
 
+	// moving is held while freezes and thaws are carried out, from the
+	// decision under mu (taken before mu is let go) to the last signal,
+	// so that Remove's and thawAll's continues come after a stop decided
+	// before them, never before it. Order: mu, then moving.
+	moving sync.Mutex
+
 	mu      sync.Mutex
 	pol     *Policy
 	jobs    map[int64]*watched
@@ -57,14 +63,22 @@ type Governor struct {
 	err     error
 	stats   Stats
 	kick    chan struct{}
+	seq     int64 // the last watched.seq given
 }
 
 type watched struct {
+	// seq is the job's id in the Policy's plans: the owner's ids may be
+	// anything, 0 included, which a Plan uses for "no job".
+	seq     int64
 	spec    JobSpec
 	started time.Time
 	used    int64
 	peak    int64
 	frozen  bool
+	// ending: the job was frozen and sent a signal, and was continued
+	// for it to act. It is left to end: never frozen again, and not in
+	// the Policy's plans.
+	ending  bool
 	oomBase int64
 	avail   int64
 }
@@ -106,35 +120,40 @@ func NewGovernor(src *Source, t Thresholds, o Options) *Governor {
 // Admit reports whether a job of need may start now, with running jobs
 // of the owner running (Plan.Fits), and when it may, takes its need from
 // the room so that the next question sees it. A plan older than the
-// sampling interval is made again first. The owner then calls Add.
+// sampling interval is made again first, and its freeze or thaw carried
+// out. The owner then calls Add.
 func (g *Governor) Admit(need int64, running int) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	var m moves
 	if running == 0 {
 		// Nothing runs: the job runs alone. The sample is for Ended's
 		// Available; the next question needs a plan that counts the job.
 		g.sampleLocked(time.Now())
 		g.sampled = time.Time{}
-		return true
+	} else if time.Since(g.sampled) >= g.opts.Interval {
+		m = g.decideLocked(time.Now())
 	}
-	if time.Since(g.sampled) >= g.opts.Interval {
-		g.sampleLocked(time.Now())
+	ok := g.plan.Fits(need, running)
+	if ok {
+		g.plan.Take(need)
 	}
-	if !g.plan.Fits(need, running) {
-		return false
-	}
-	g.plan.Take(need)
-	return true
+	g.moving.Lock()
+	g.mu.Unlock()
+	g.apply(m)
+	return ok
 }
 
-// Add starts watching job id.
+// Add starts watching job id, any number the owner gives its jobs (0
+// included) that no other watched job has. It reads the OOM-kill
+// counters, the base of the job's Ended.OOMKills.
 func (g *Governor) Add(id int64, spec JobSpec) {
 	base, err := g.src.OOMKills()
 	g.mu.Lock()
 	if err != nil {
 		base = g.sample.OOMKills
 	}
-	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: base, avail: g.sample.Available}
+	g.seq++
+	g.jobs[id] = &watched{seq: g.seq, spec: spec, started: time.Now(), oomBase: base, avail: g.sample.Available}
 	g.mu.Unlock()
 	select {
 	case g.kick <- struct{}{}:
@@ -158,12 +177,16 @@ func (g *Governor) SetFixed(id int64) {
 	g.mu.Lock()
 	w := g.jobs[id]
 	thaw := w != nil && w.frozen
+	var spec JobSpec
 	if w != nil {
 		w.spec.Fixed, w.frozen = true, false
+		spec = w.spec
 	}
 	g.mu.Unlock()
 	if thaw {
-		g.freeze(w, false)
+		g.moving.Lock()
+		g.freeze(spec, false)
+		g.moving.Unlock()
 	}
 }
 
@@ -197,22 +220,26 @@ func (g *Governor) Remove(id int64) Ended {
 	w := g.jobs[id]
 	delete(g.jobs, id)
 	g.sampled = time.Time{} // the plan counted the job: make it again
+	var e Ended
+	var spec JobSpec
+	if w != nil {
+		e, spec = Ended{Peak: w.peak, OOMKills: w.oomBase, Frozen: w.frozen, Available: w.avail}, w.spec
+	}
 	g.mu.Unlock()
-	if w == nil {
-		return Ended{}
+	if e.Frozen {
+		g.moving.Lock()
+		g.freeze(spec, false)
+		g.moving.Unlock()
 	}
-	if w.frozen {
-		g.freeze(w, false)
-	}
-	return Ended{Peak: w.peak, OOMKills: w.oomBase, Frozen: w.frozen, Available: w.avail}
+	return e
 }
 
 // OOMKilledSince reports whether the kernel's OOM killer has killed a
 // process since the count base (Ended.OOMKills), reading the counters
 // afresh.
 func (g *Governor) OOMKilledSince(base int64) bool {
-	s, err := g.src.Sample()
-	return err == nil && s.OOMKills > base
+	n, err := g.src.OOMKills()
+	return err == nil && n > base
 }
 
 // Stats returns the counters and the last view.
@@ -268,53 +295,23 @@ func (g *Governor) Run(ctx context.Context) {
 // next.
 func (g *Governor) step() time.Duration {
 	g.mu.Lock()
-	plan := g.sampleLocked(time.Now())
-	var freeze, thaw *watched
-	if w := g.jobs[plan.Freeze]; w != nil && !w.frozen {
-		freeze = w
-		w.frozen = true
-		g.stats.Freezes++
-	}
-	if w := g.jobs[plan.Thaw]; w != nil && w.frozen {
-		thaw = w
-		w.frozen = false
-		g.stats.Thaws++
-	}
-	// A frozen job that is sent a signal (Ctrl-C of its build, make's
-	// SIGTERM) is continued, so that the signal acts: a stopped process
-	// only keeps it pending.
-	var signaled []*watched
-	for _, w := range g.jobs {
-		if w.frozen && w != freeze && treeSignaled(g.opts.Proc, w.spec.Pid) {
-			w.frozen = false
-			g.stats.Thaws++
-			signaled = append(signaled, w)
-		}
-	}
+	m := g.decideLocked(time.Now())
 	next := g.opts.Interval
 	if r := g.pol.Reserve(); r > 0 && g.sample.Available < 4*r {
 		next = max(next/4, time.Millisecond)
 	}
+	g.moving.Lock()
 	g.mu.Unlock()
-	if freeze != nil {
-		g.freeze(freeze, true)
-		g.event(plan.Freeze, true, plan.Why)
-	}
-	if thaw != nil {
-		g.freeze(thaw, false)
-		g.event(plan.Thaw, false, plan.Why)
-	}
-	for _, w := range signaled {
-		g.freeze(w, false)
-	}
-	if g.opts.Changed != nil && !plan.Hold {
+	g.apply(m)
+	if g.opts.Changed != nil && !m.plan.Hold {
 		g.opts.Changed()
 	}
 	return next
 }
 
 // treeSignaled reports whether a process of pid's tree has a signal
-// pending (signalPending).
+// pending (signalPending): the job's command, frozen while its launcher
+// (the tree's root) stays awake, is the one that has it.
 func treeSignaled(proc string, pid int) bool {
 	for _, p := range Tree(proc, pid) {
 		if signalPending(proc, p) {
@@ -324,60 +321,132 @@ func treeSignaled(proc string, pid int) bool {
 	return false
 }
 
+// moves are what a plan asks of the jobs, decided under g.mu and carried
+// out (apply) after it: the job to freeze, the job to thaw, and the
+// frozen jobs that were sent a signal, each with its id and spec as they
+// were.
+type moves struct {
+	plan             Plan
+	freeze, thaw     *JobSpec
+	freezeID, thawID int64
+	signaled         []JobSpec
+}
+
+// decideLocked takes a sample, makes the plan and marks the jobs it
+// freezes and thaws. A sample that fails moves nothing. g.mu held.
+func (g *Governor) decideLocked(now time.Time) moves {
+	plan, fresh := g.sampleLocked(now)
+	m := moves{plan: plan}
+	for id, w := range g.jobs {
+		switch {
+		case !fresh:
+		case plan.Freeze != 0 && w.seq == plan.Freeze && !w.frozen:
+			spec := w.spec
+			m.freeze, m.freezeID = &spec, id
+			w.frozen = true
+			g.stats.Freezes++
+		case plan.Thaw != 0 && w.seq == plan.Thaw && w.frozen:
+			spec := w.spec
+			m.thaw, m.thawID = &spec, id
+			w.frozen = false
+			g.stats.Thaws++
+		}
+	}
+	// A frozen job that is sent a signal (Ctrl-C of its build, make's
+	// SIGTERM) is continued, so that the signal acts: a stopped process
+	// only keeps it pending.
+	for id, w := range g.jobs {
+		if w.frozen && id != m.freezeID && treeSignaled(g.opts.Proc, w.spec.Pid) {
+			w.frozen, w.ending = false, true
+			g.stats.Thaws++
+			m.signaled = append(m.signaled, w.spec)
+		}
+	}
+	return m
+}
+
+// apply carries out the moves decided, called with g.moving held and
+// g.mu not; it lets g.moving go before it reports the moves, so that an
+// Event callback may call the Governor.
+func (g *Governor) apply(m moves) {
+	if m.freeze != nil {
+		g.freeze(*m.freeze, true)
+	}
+	if m.thaw != nil {
+		g.freeze(*m.thaw, false)
+	}
+	for _, spec := range m.signaled {
+		g.freeze(spec, false)
+	}
+	g.moving.Unlock()
+	if m.freeze != nil {
+		g.event(m.freezeID, true, m.plan.Why)
+	}
+	if m.thaw != nil {
+		g.event(m.thawID, false, m.plan.Why)
+	}
+}
+
 func (g *Governor) event(id int64, froze bool, why string) {
 	if g.opts.Event != nil {
 		g.opts.Event(id, froze, why)
 	}
 }
 
-// sampleLocked reads the source and every job, and makes the plan.
+// sampleLocked reads the source and every job, and makes the plan;
+// fresh is false when the sample failed and the plan is the last one.
 // g.mu held.
-func (g *Governor) sampleLocked(now time.Time) Plan {
+func (g *Governor) sampleLocked(now time.Time) (plan Plan, fresh bool) {
 	s, err := g.src.Sample()
 	g.err = err
 	if err != nil {
 		// Keep the last plan: a file that could not be read once says
 		// nothing new about memory.
-		return g.plan
+		return g.plan, false
 	}
 	jobs := make([]Job, 0, len(g.jobs))
-	for id, w := range g.jobs {
+	for _, w := range g.jobs {
 		if w.spec.Usage != nil {
 			w.used = w.spec.Usage()
 		} else if w.spec.Pid > 0 {
 			w.used = TreeRSS(g.opts.Proc, w.spec.Pid)
 		}
 		w.peak = max(w.peak, w.used)
-		jobs = append(jobs, Job{ID: id, Need: max(w.spec.Need, w.peak), Used: w.used, Started: w.started, Frozen: w.frozen, Fixed: w.spec.Fixed})
+		if w.ending {
+			continue
+		}
+		jobs = append(jobs, Job{ID: w.seq, Need: max(w.spec.Need, w.peak), Used: w.used, Started: w.started, Frozen: w.frozen, Fixed: w.spec.Fixed})
 	}
 	g.sample, g.sampled = s, now
 	g.plan = g.pol.Plan(now, s, jobs)
-	return g.plan
+	return g.plan, true
 }
 
-func (g *Governor) freeze(w *watched, stop bool) {
-	if w.spec.Freeze != nil {
-		w.spec.Freeze(stop)
+func (g *Governor) freeze(spec JobSpec, stop bool) {
+	if spec.Freeze != nil {
+		spec.Freeze(stop)
 		return
 	}
-	if w.spec.Pid > 0 {
-		SignalTree(g.opts.Proc, w.spec.Pid, stop)
+	if spec.Pid > 0 {
+		SignalTree(g.opts.Proc, spec.Pid, stop)
 	}
 }
 
 // thawAll continues every frozen job.
 func (g *Governor) thawAll() {
 	g.mu.Lock()
-	var ws []*watched
+	var specs []JobSpec
 	for _, w := range g.jobs {
 		if w.frozen {
 			w.frozen = false
-			ws = append(ws, w)
+			specs = append(specs, w.spec)
 		}
 	}
 	g.mu.Unlock()
-	for _, w := range ws {
-		g.freeze(w, false)
+	g.moving.Lock()
+	defer g.moving.Unlock()
+	for _, spec := range specs {
+		g.freeze(spec, false)
 	}
 }
 

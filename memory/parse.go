@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -73,21 +74,21 @@ func parsePressure(b []byte) (Pressure, error) {
 			switch string(k) {
 			case "avg10":
 				x, err := strconv.ParseFloat(string(v), 64)
-				if err != nil || x < 0 {
+				if err != nil || !(x >= 0) || math.IsInf(x, 0) {
 					return Pressure{}, fmt.Errorf("avg10 %q: %w", v, ErrSyntax)
 				}
 				*avg = x
-				got++
+				got |= 1
 			case "total":
 				x, err := strconv.ParseInt(string(v), 10, 64)
 				if err != nil || x < 0 {
 					return Pressure{}, fmt.Errorf("total %q: %w", v, ErrSyntax)
 				}
 				*total = x
-				got++
+				got |= 2
 			}
 		}
-		if got != 2 {
+		if got != 3 {
 			return Pressure{}, fmt.Errorf("line %q lacks avg10 or total: %w", line, ErrSyntax)
 		}
 	}
@@ -116,6 +117,9 @@ func parseKeyed(b []byte, key string, skip int) (v int64, ok bool, err error) {
 			return 0, false, fmt.Errorf("%s %q: %w", key, f[skip+1], ErrSyntax)
 		}
 		if len(f) > skip+2 && string(f[skip+2]) == "kB" {
+			if n > math.MaxInt64>>10 {
+				return 0, false, fmt.Errorf("%s %q kB is too large: %w", key, f[skip+1], ErrSyntax)
+			}
 			n <<= 10
 		}
 		return n, true, nil

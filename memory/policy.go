@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -14,8 +15,8 @@ type Job struct {
 	Need int64
 	// Used is what its processes hold now.
 	Used int64
-	// Started orders the jobs: the newest is frozen first, the oldest
-	// thawed first.
+	// Started orders the jobs (then ID, for jobs started at the same
+	// time): the newest is frozen first, the oldest thawed first.
 	Started time.Time
 	Frozen  bool
 	// Fixed jobs are never frozen (a job whose processes the owner cannot
@@ -146,8 +147,8 @@ func (p *Policy) Plan(now time.Time, s Sample, jobs []Job) Plan {
 		active = append(active, j)
 		growth += need - j.Used
 	}
-	slices.SortFunc(active, func(a, b Job) int { return a.Started.Compare(b.Started) })
-	slices.SortFunc(frozen, func(a, b Job) int { return a.Started.Compare(b.Started) })
+	slices.SortFunc(active, byStart)
+	slices.SortFunc(frozen, byStart)
 
 	var plan Plan
 	free := s.Available - reserve - growth
@@ -214,6 +215,12 @@ func newestFreezable(active []Job) int {
 		}
 	}
 	return 0
+}
+
+// byStart orders jobs oldest first; of jobs started at the same time the
+// one of the smaller ID (the Governor's are in order of Add) is older.
+func byStart(a, b Job) int {
+	return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(a.ID, b.ID))
 }
 
 // pressure updates the recent stall shares from the totals' change since

@@ -35,9 +35,16 @@ func Open(root string, pid int) (*Source, error) {
 	}
 	s := &Source{root: root, groups: groups, pressure: "proc/pressure/memory"}
 	// The process's own v2 cgroup has its own PSI, which counts only its
-	// tasks' stalls; the machine's counts everybody's. Prefer the group's
-	// when there is one below the root of the hierarchy.
-	if own, ok := ownV2(root, pid); ok {
+	// tasks' stalls; the machine's counts everybody's. Prefer the group's:
+	// the memory cgroup's where v2 has the controller (found through the
+	// mount table, so a cgroup namespace's mount of a subtree is read
+	// right), else the one below the root of the hierarchy.
+	if len(groups) > 0 && groups[0].V2 {
+		rel := path.Join(groups[0].Dir, "memory.pressure")
+		if _, err := os.Stat(s.abs(rel)); err == nil {
+			s.pressure = rel
+		}
+	} else if own, ok := ownV2(root, pid); ok {
 		s.pressure = own
 	}
 	return s, nil
@@ -136,24 +143,20 @@ func (s *Source) Sample() (Sample, error) {
 		}
 		out.Pressure, out.HasPressure = p, true
 	}
-	n, err := s.OOMKills()
-	if err != nil {
-		return out, err
-	}
-	out.OOMKills = n
-	return out, nil
+	out.OOMKills, err = s.OOMKills()
+	return out, err
 }
 
-// OOMKills reads the OOM-kill counters alone (Sample.OOMKills), for an
-// owner that notes them as a job starts.
+// OOMKills reads the OOM-kill counters alone (Sample.OOMKills): the machine's OOM kills plus those of
+// the process's own cgroup.
 func (s *Source) OOMKills() (int64, error) {
-	var total int64
+	var sum int64
 	if b, err := s.read("proc/vmstat"); err == nil {
 		n, _, err := parseKeyed(b, "oom_kill", 0)
 		if err != nil {
-			return 0, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+			return sum, &FileError{Path: s.abs("proc/vmstat"), Err: err}
 		}
-		total += n
+		sum += n
 	}
 	if len(s.groups) > 0 {
 		g := s.groups[0]
@@ -164,12 +167,12 @@ func (s *Source) OOMKills() (int64, error) {
 		if b, err := s.read(path.Join(g.Dir, file)); err == nil {
 			n, _, err := parseKeyed(b, "oom_kill", 0)
 			if err != nil {
-				return 0, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
+				return sum, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
 			}
-			total += n
+			sum += n
 		}
 	}
-	return total, nil
+	return sum, nil
 }
 
 // groupState reads one cgroup's limit (0: none), the file that sets it,

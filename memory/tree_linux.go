@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -86,7 +87,10 @@ func TreeRSS(proc string, pid int) int64 {
 // SignalTree stops (SIGSTOP) or continues (SIGCONT) pid and its
 // descendants. Stopping walks the tree again until a walk finds no
 // process it has not stopped, so that a child forked between the walk
-// and its parent's stop is stopped too. Continuing goes children first,
+// and its parent's stop is stopped too; before each walk it waits (a
+// little, see stopWait) for the processes it signalled to be stopped,
+// since kill returns before the signal acts, and a parent inside fork
+// then adds its child after the walk. Continuing goes children first,
 // so that no parent runs on to wait for a child still stopped.
 func SignalTree(proc string, pid int, stop bool) error {
 	if !stop {
@@ -97,27 +101,65 @@ func SignalTree(proc string, pid int, stop bool) error {
 		return nil
 	}
 	done := make(map[int]bool)
+	var fresh []int
 	for round := 0; round < 8; round++ {
-		fresh := false
+		fresh = fresh[:0]
 		for _, p := range Tree(proc, pid) {
 			if !done[p] {
 				done[p] = true
-				fresh = true
+				fresh = append(fresh, p)
 				if err := unix.Kill(p, unix.SIGSTOP); err != nil && p == pid && err != unix.ESRCH {
 					return err
 				}
 			}
 		}
-		if !fresh {
+		if len(fresh) == 0 {
 			return nil
 		}
+		waitStopped(proc, fresh)
 	}
 	return nil
 }
 
+// stopWait bounds how long SignalTree waits for the processes it sent
+// SIGSTOP to stop: one in uninterruptible sleep (a page fault on a slow
+// disk) stops only when it wakes, and the walk goes on without it.
+const stopWait = 100 * time.Millisecond
+
+// waitStopped waits until each of pids is stopped, a zombie or gone, or
+// stopWait has passed.
+func waitStopped(proc string, pids []int) {
+	end := time.Now().Add(stopWait)
+	for _, p := range pids {
+		for wait := 10 * time.Microsecond; !isStopped(proc, p) && time.Now().Before(end); wait = min(2*wait, time.Millisecond) {
+			time.Sleep(wait)
+		}
+	}
+}
+
+// isStopped reports whether /proc/PID/stat shows pid stopped (T, or t
+// under a tracer), dead (Z, X) or gone.
+func isStopped(proc string, pid int) bool {
+	b, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	switch b[i+2] {
+	case 'T', 't', 'Z', 'X':
+		return true
+	}
+	return false
+}
+
 // signalPending reports whether pid has a signal pending that would end
-// or interrupt it (anything but SIGCHLD, SIGCONT, SIGWINCH and SIGURG,
-// which a stopped process may well have pending for no one's sake).
+// or interrupt it: anything but SIGCHLD, SIGCONT, SIGWINCH and SIGURG,
+// which a stopped process may well have pending for no one's sake, and
+// the stop signals, SignalTree's own SIGSTOP among them (pending while
+// the process is in uninterruptible sleep, an exec or a page fault).
 func signalPending(proc string, pid int) bool {
 	if pid <= 0 {
 		return false
@@ -126,7 +168,8 @@ func signalPending(proc string, pid int) bool {
 	if err != nil {
 		return false
 	}
-	const ignore = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGCONT-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGURG-1)
+	const ignore = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGCONT-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGURG-1) |
+		1<<(unix.SIGSTOP-1) | 1<<(unix.SIGTSTP-1) | 1<<(unix.SIGTTIN-1) | 1<<(unix.SIGTTOU-1)
 	for _, key := range []string{"SigPnd:", "ShdPnd:"} {
 		for _, line := range bytes.Split(b, []byte{'\n'}) {
 			if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {

@@ -24,8 +24,14 @@ const rm = "<rm>"
 // and returns the new root.
 func tinyTree(t testing.TB, edits treeEdits) string {
 	t.Helper()
+	return fixtureTree(t, filepath.Join("testdata", "tiny"), edits)
+}
+
+// fixtureTree copies the tree src into a temporary directory, applies
+// edits and returns the new root.
+func fixtureTree(t testing.TB, src string, edits treeEdits) string {
+	t.Helper()
 	dst := t.TempDir()
-	src := filepath.Join("testdata", "tiny")
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
