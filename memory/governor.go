@@ -32,11 +32,13 @@ type Options struct {
 	// Proc is where the job trees are read; "": "/proc".
 	Proc string
 	// Changed, when set, is called (without the Governor's lock) after a
-	// sample that may let more jobs in: the owner admits again.
+	// sample that may let more jobs in: the owner admits again. Event,
+	// when set, is called likewise for each freeze and thaw, with the job,
+	// whether it froze, and why. Both are called from Run's goroutine
+	// only, never from a method the owner calls, so they may take the
+	// owner's lock that the owner holds around Admit, Add and Remove.
 	Changed func()
-	// Event, when set, is called (without the lock) for each freeze and
-	// thaw, with the job, whether it froze, and why.
-	Event func(id int64, froze bool, why string)
+	Event   func(id int64, froze bool, why string)
 }
 
 // Governor runs a Policy over a set of running jobs: it samples the
@@ -64,6 +66,10 @@ type Governor struct {
 	stats   Stats
 	kick    chan struct{}
 	seq     int64 // the last watched.seq given
+	// told are the moves Admit carried out whose events Run has yet to
+	// report: the owner calls Admit under its own lock, which its Event
+	// callback may take, so Admit never calls back.
+	told []moves
 }
 
 type watched struct {
@@ -137,9 +143,18 @@ func (g *Governor) Admit(need int64, running int) bool {
 	if ok {
 		g.plan.Take(need)
 	}
+	if m.freeze != nil || m.thaw != nil {
+		g.told = append(g.told, m)
+	}
 	g.moving.Lock()
 	g.mu.Unlock()
-	g.apply(m)
+	g.apply(m, false)
+	if m.freeze != nil || m.thaw != nil {
+		select {
+		case g.kick <- struct{}{}:
+		default:
+		}
+	}
 	return ok
 }
 
@@ -295,6 +310,8 @@ func (g *Governor) Run(ctx context.Context) {
 // next.
 func (g *Governor) step() time.Duration {
 	g.mu.Lock()
+	told := g.told
+	g.told = nil
 	m := g.decideLocked(time.Now())
 	next := g.opts.Interval
 	if r := g.pol.Reserve(); r > 0 && g.sample.Available < 4*r {
@@ -302,7 +319,10 @@ func (g *Governor) step() time.Duration {
 	}
 	g.moving.Lock()
 	g.mu.Unlock()
-	g.apply(m)
+	g.apply(m, true)
+	for _, t := range told {
+		g.report(t)
+	}
 	if g.opts.Changed != nil && !m.plan.Hold {
 		g.opts.Changed()
 	}
@@ -366,9 +386,10 @@ func (g *Governor) decideLocked(now time.Time) moves {
 }
 
 // apply carries out the moves decided, called with g.moving held and
-// g.mu not; it lets g.moving go before it reports the moves, so that an
-// Event callback may call the Governor.
-func (g *Governor) apply(m moves) {
+// g.mu not; it lets g.moving go before it reports the moves (when
+// report; Run reports those of Admit), so that an Event callback may call
+// the Governor.
+func (g *Governor) apply(m moves, report bool) {
 	if m.freeze != nil {
 		g.freeze(*m.freeze, true)
 	}
@@ -379,6 +400,13 @@ func (g *Governor) apply(m moves) {
 		g.freeze(spec, false)
 	}
 	g.moving.Unlock()
+	if report {
+		g.report(m)
+	}
+}
+
+// report tells the owner of the moves m made (Options.Event).
+func (g *Governor) report(m moves) {
 	if m.freeze != nil {
 		g.event(m.freezeID, true, m.plan.Why)
 	}

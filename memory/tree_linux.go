@@ -17,7 +17,8 @@ import (
 // CONFIG_PROC_CHILDREN, as every distribution builds it).
 
 // Tree returns pid and its descendants, parents before children, read
-// below proc ("/proc"). A pid that is gone gives nil.
+// below proc ("/proc"), leaving out the calling process and what it
+// started. A pid that is gone gives nil.
 func Tree(proc string, pid int) []int {
 	if pid <= 0 {
 		return nil
@@ -47,13 +48,18 @@ func appendChildren(out []int, proc string, pid int) []int {
 	if err != nil {
 		return out
 	}
+	self := os.Getpid()
 	for _, t := range tasks {
 		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "children"))
 		if err != nil {
 			continue
 		}
 		for _, f := range bytes.Fields(b) {
-			if c, err := strconv.Atoi(string(f)); err == nil && c > 0 {
+			// The calling process is never part of a job's tree: a
+			// daemon started by a build's first launcher is that
+			// launcher's child until the launcher ends, and must not
+			// count as the job's memory, let alone be stopped with it.
+			if c, err := strconv.Atoi(string(f)); err == nil && c > 0 && c != self {
 				out = append(out, c)
 			}
 		}

@@ -197,3 +197,15 @@ func diedOf(err error, sig syscall.Signal) bool {
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == sig
 }
+
+// TestTreeLeavesOutCaller: the calling process is never in a job's tree,
+// even below the job's root (a daemon started by a build's first launcher
+// is that launcher's child): Tree of this process's parent does not hold
+// it, so that freezing the job never stops the caller.
+func TestTreeLeavesOutCaller(t *testing.T) {
+	for _, p := range Tree("/proc", os.Getppid()) {
+		if p == os.Getpid() {
+			t.Fatalf("Tree(parent) holds the calling process %d", p)
+		}
+	}
+}

@@ -46,8 +46,10 @@ type job struct {
 	queued  time.Time
 	started time.Time
 	running bool
-	// granted is closed by admit when the job is given its slot.
+	// granted is closed by admit when the job is given its slot, which
+	// then calls wake (when set) to interrupt its connection's read.
 	granted chan struct{}
+	wake    func()
 }
 
 // buildQueue is one build's waiting jobs, first come first served.
@@ -275,6 +277,9 @@ func (p *pool) admitLocal() {
 			p.admitted(j)
 		}
 		close(j.granted)
+		if j.wake != nil {
+			j.wake()
+		}
 	}
 }
 
@@ -329,5 +334,8 @@ func (p *pool) admitRemote() {
 			p.admitted(j)
 		}
 		close(j.granted)
+		if j.wake != nil {
+			j.wake()
+		}
 	}
 }

@@ -387,21 +387,42 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		reply(launch.NewMsg("error", "code", "perm", "msg", "connection from another user"))
 		return
 	}
-	msgs := make(chan launch.Msg)
-	readErr := make(chan error, 1)
-	quit := make(chan struct{})
-	defer close(quit)
-	go readMsgs(c, msgs, readErr, quit)
-	// grant waits for j's admission and replies with the grant; false
-	// when the connection must end.
+	// One goroutine serves the connection, and reads it itself: most
+	// connections wait for a grant with nothing more to say, and one
+	// goroutine and a small buffer are all such a wait costs ("The daemon
+	// stays small" in the package documentation).
+	r := bufio.NewReaderSize(c, connBuffer)
+	next := func() (launch.Msg, error) {
+		line, err := readLine(r)
+		if err != nil {
+			return launch.Msg{}, err
+		}
+		return launch.ParseMsg(line)
+	}
+	// wake interrupts the read of a waiting connection when its job is
+	// granted: a read deadline in the past (net's deadlines are safe to
+	// set from any goroutine).
+	wake := func() { c.SetReadDeadline(time.Unix(1, 0)) }
+	// grant waits for j's admission, reading the connection to see the
+	// launcher go, and replies with the grant; false when the connection
+	// must end.
 	grant := func(j *job, handoff bool) bool {
-		select {
-		case <-j.granted:
-		case <-readErr:
-			return false // the launcher is gone: the deferred remove frees the job
-		case m2 := <-msgs:
-			reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
-			return false
+		for {
+			select {
+			case <-j.granted:
+				c.SetReadDeadline(time.Time{})
+			default:
+				m2, err := next()
+				switch {
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					continue // granted, or about to be: look again
+				case err != nil:
+					return false // the launcher is gone: the deferred remove frees the job
+				}
+				reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
+				return false
+			}
+			break
 		}
 		s.mu.Lock()
 		lease := j.lease
@@ -441,11 +462,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		return reply(g)
 	}
 	for {
-		var m launch.Msg
-		select {
-		case m = <-msgs:
-		case err := <-readErr:
-			if err != nil && !errors.Is(err, io.EOF) {
+		m, err := next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
 				code := "malformed"
 				if errors.Is(err, launch.ErrVersion) {
 					code = "version"
@@ -464,6 +483,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				m.Fields = append(m.Fields, launch.Field{Key: "build", Value: s.builds.Of(peer.pid)})
 			}
 			held = s.newJob(m, peer.pid)
+			held.wake = wake
 			s.mu.Lock()
 			s.pool.submit(held)
 			s.mu.Unlock()
@@ -536,32 +556,6 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			if !reply(launch.NewMsg("error", "code", "verb", "msg", "unknown request "+m.Verb)) {
 				return
 			}
-		}
-	}
-}
-
-// readMsgs reads messages from c until an error (io.EOF at a clean end),
-// which it sends on errc (buffered), or until quit closes. Its buffer is
-// small (connBuffer), since most connections wait for their grant with
-// nothing more to say; a longer line is gathered in a slice that lives
-// only as long as that line.
-func readMsgs(c *net.UnixConn, msgs chan<- launch.Msg, errc chan<- error, quit <-chan struct{}) {
-	r := bufio.NewReaderSize(c, connBuffer)
-	for {
-		line, err := readLine(r)
-		if err != nil {
-			errc <- err
-			return
-		}
-		m, err := launch.ParseMsg(line)
-		if err != nil {
-			errc <- err
-			return
-		}
-		select {
-		case msgs <- m:
-		case <-quit:
-			return
 		}
 	}
 }
