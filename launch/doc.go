@@ -71,6 +71,21 @@
 // which names the build, is read by the daemon, which caches it per parent
 // (Builds), not by every launcher. docs/BENCHMARKS.md has the numbers.
 //
+// # Signals the launcher inherited
+//
+// The command gets the signal dispositions and mask the launcher was
+// started with, in every path (handoff, measured, run directly): a build
+// run with SIGINT and SIGQUIT ignored (a script's background job, nohup's
+// SIGHUP) has compilers that ignore them too. Go's runtime handles almost
+// every signal and unblocks some, which exec and fork would pass on as
+// defaults; the launcher reads what the runtime found at start
+// (signals_linux.go) and ignores those signals again itself (so it never
+// un-ignores one to forward it), sets them ignored before an exec, and
+// forks and execs from a thread with the inherited mask. Only SIGCHLD
+// ignored is not passed to a measured command (the launcher must wait
+// for it). A stripped launcher (no symbol table) knows only an ignored
+// SIGHUP and SIGINT and the signals the runtime leaves alone.
+//
 // # Pdeathsig
 //
 // A measured command is forked with Pdeathsig = SIGKILL, so it dies with

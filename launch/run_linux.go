@@ -24,6 +24,7 @@ import (
 // Pdeathsig, and the kernel sends it when the forking thread ends.
 func Run(c Config) int {
 	runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
+	startSignals()         // before any signal.Notify: see signals_linux.go
 	prog, argv, stderr, code := c.program()
 	if code != 0 {
 		return code
@@ -280,8 +281,14 @@ type caught struct{ ch chan os.Signal }
 
 func notifySignals() caught {
 	c := caught{make(chan os.Signal, 4)}
-	signal.Notify(c.ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM} {
+		// Notify would un-ignore a signal the launcher inherited ignored,
+		// and the command would get its default.
+		if !startup.ignoredAt(sig) {
+			signal.Notify(c.ch, sig)
+		}
+	}
 	return c
 }
 
@@ -357,11 +364,13 @@ func runChild(prog string, argv, env []string, conn *Conn) (st *os.ProcessState,
 	default:
 	}
 	start := time.Now()
+	undo := startMask()
 	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
+	undo()
 	if err != nil {
 		signal.Stop(signals.ch)
 		return nil, 0, false, err
