@@ -3,6 +3,7 @@ package launch
 import (
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/numasteal/numasteal/internal/procstat"
@@ -135,4 +136,28 @@ func sanitizeID(s string) string {
 		b = b[:100]
 	}
 	return string(b)
+}
+
+// BuildProcess returns the process that id, a build named by Builds
+// ("comm-PID-STARTTIME"), stands for: its pid, while the process with
+// that pid under proc ("/proc") still has that start time. ok is false
+// for an id of another form ($NUMASTEAL_BUILD names a build as its user
+// likes); gone is true when the build's process has ended (the pid is
+// free, or another process's).
+func BuildProcess(proc, id string) (pid int, ok, gone bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 {
+		return 0, false, false
+	}
+	start := id[i+1:]
+	j := strings.LastIndexByte(id[:i], '-')
+	pid, err := strconv.Atoi(id[j+1 : i])
+	if err != nil || pid <= 1 || start == "" {
+		return 0, false, false
+	}
+	if _, err := strconv.ParseUint(start, 10, 64); err != nil {
+		return 0, false, false
+	}
+	st, err := readStat(proc, pid)
+	return pid, true, err != nil || st.start != start
 }

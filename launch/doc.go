@@ -142,7 +142,10 @@
 // is run here after distcc failed on one. "status" gets "status json=...",
 // "ping" gets "pong". Errors are "error code= msg=": code "version" for a
 // line of another version (the daemon closes), "malformed", "verb",
-// "order", "perm" (a peer of another uid, by SO_PEERCRED). A daemon that
+// "order", "perm" (a peer of another uid, by SO_PEERCRED), "gone" (the
+// process of the job's build has ended, see "Build identity": the
+// launcher says so in one line and exits 1 without running its
+// command). A daemon that
 // does not know "handoff" never grants it, and a launcher that does not
 // ask is never given it; likewise a launcher that does not say remote=1
 // is never granted a host.
@@ -158,5 +161,10 @@
 // side by side are two. Neither the process group (ninja gives each
 // command its own) nor make's jobserver auth (make 4.3 passes "3,4" to
 // every build) names a build. The daemon's queues are per build, and it
-// admits their heads round robin (package launch/daemon).
+// admits their heads round robin (package launch/daemon). A build named
+// by its process dies with it: when that process ends (make killed, or
+// dead of SIGPIPE under "make | head"), the daemon, which watches it with
+// a pidfd, drops the build's waiting jobs, and their launchers exit at
+// once instead of compiling for nobody; its running jobs end as they
+// would. A build named by $NUMASTEAL_BUILD is not watched.
 package launch

@@ -63,6 +63,12 @@ func Run(c Config) int {
 		}
 	}
 	direct := func(err error) int {
+		if errors.Is(err, errBuildGone) {
+			// make is gone (killed, or dead of SIGPIPE under "| head"):
+			// one line, and no compile for nobody.
+			fmt.Fprintf(stderr, "%s: %s %v\n", c.Prog, c.Args[0], err)
+			return 1
+		}
 		warnOnce(paths, localBuild(build), stderr, fmt.Sprintf(
 			"%s: warning: running commands of this build directly, without the daemon's slots: %v", c.Prog, err))
 		return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
@@ -233,6 +239,10 @@ type slot struct {
 // errRefused: the daemon answered the request with an error.
 var errRefused = errors.New("the daemon refused the request")
 
+// errBuildGone: the daemon dropped the request because the process of
+// its build (make...) has ended: nobody waits for the command.
+var errBuildGone = errors.New("not run")
+
 // acquire asks the daemon for a slot and waits for it. A connection that
 // breaks before the grant (the daemon was killed, or exited idle just as
 // we connected) is retried with a new connection, starting a new daemon;
@@ -264,6 +274,9 @@ func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slo
 		case "error":
 			conn.Close()
 			msg, _ := reply.Get("msg")
+			if code, _ := reply.Get("code"); code == "gone" {
+				return nil, fmt.Errorf("%w: %s", errBuildGone, msg)
+			}
 			return nil, fmt.Errorf("%w: %s", errRefused, msg)
 		default:
 			conn.Close()

@@ -35,8 +35,10 @@ type job struct {
 	queued  time.Time
 	started time.Time
 	running bool
-	// granted is closed by admit when the job is given its slot.
+	// granted is closed by admit when the job is given its slot, or by
+	// dropBuildLocked when its build ended while it waited (dropped).
 	granted chan struct{}
+	dropped bool
 }
 
 // buildQueue is one build's waiting jobs, first come first served.

@@ -90,6 +90,9 @@ type Server struct {
 
 	watchers sync.WaitGroup // the handed-off jobs' exit watchers
 	builds   *launch.Builds // the build of each launcher without $NUMASTEAL_BUILD
+	// buildWatches are the builds whose process is watched, to drop
+	// their waiting jobs when it ends (buildwatch.go).
+	buildWatches map[string]buildWatch
 }
 
 // Serve runs a daemon until ctx is done or it has been idle for
@@ -269,6 +272,7 @@ func (s *Server) Run(ctx context.Context) error {
 			j.pidfd.Close() // ends its watcher
 		}
 	}
+	s.stopBuildWatchesLocked()
 	s.mu.Unlock()
 	s.watchers.Wait()
 	s.mu.Lock()
@@ -391,11 +395,18 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				reply(launch.NewMsg("error", "code", "busy", "msg", "this connection holds a job already"))
 				return
 			}
+			derived := false
 			if b, _ := m.Get("build"); b == "" {
 				m.Fields = append(m.Fields, launch.Field{Key: "build", Value: s.builds.Of(peer.pid)})
+				derived = true
 			}
 			held = s.newJob(m)
 			s.mu.Lock()
+			if derived && s.watchBuildLocked(held.build) {
+				s.mu.Unlock()
+				reply(goneMsg(held.build))
+				return
+			}
 			s.pool.submit(held)
 			s.mu.Unlock()
 			select {
@@ -405,6 +416,10 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				return
 			case m2 := <-msgs:
 				reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
+				return
+			}
+			if held.dropped { // its build ended while it waited
+				reply(goneMsg(held.build))
 				return
 			}
 			s.mu.Lock()
