@@ -116,6 +116,11 @@
 // The daemon's directory is $XDG_RUNTIME_DIR/numasteal, else
 // $TMPDIR/numasteal-UID, created 0700 and refused when it is a link, not
 // ours, or open to others; $NUMASTEAL_SOCKET overrides the socket path.
+// A $XDG_RUNTIME_DIR that is missing (it is never created), not a
+// directory, not ours, not writable or unable to hold numasteal's
+// directory is passed over for $TMPDIR/numasteal-UID, with one warning
+// per build naming it. Nothing is created in a refused directory: the
+// per-build warning markers then go to $TMPDIR/numasteal-UID.
 // A launcher that cannot connect takes the start lock (flock, blocking),
 // connects again (whoever held the lock may have started one), and only
 // then starts "numasteal serve" detached (its own session, stdin

@@ -37,6 +37,10 @@ func Run(c Config) int {
 	// The build is $NUMASTEAL_BUILD, else the daemon finds it from this
 	// process's ancestry (Builds).
 	build := sanitizeID(os.Getenv("NUMASTEAL_BUILD"))
+	if paths.Unusable != "" {
+		warnOnce(paths, localBuild(build)+".runtime-dir", stderr, fmt.Sprintf(
+			"%s: warning: %s; using %s", c.Prog, paths.Unusable, paths.Dir))
+	}
 	kind, out := Classify(prog, c.Args[1:])
 	if out != "" && !filepath.IsAbs(out) {
 		if wd, err := os.Getwd(); err == nil {
