@@ -121,11 +121,29 @@ func (p Paths) Ensure() error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !fi.IsDir():
-		return fmt.Errorf("launch: %s is not a directory", p.Dir)
+		return fmt.Errorf("%s is not a directory", p.Dir)
 	case ok && int(st.Uid) != os.Getuid():
-		return fmt.Errorf("launch: %s belongs to uid %d, not %d", p.Dir, st.Uid, os.Getuid())
+		return fmt.Errorf("%s belongs to another user (uid %d, not %d)", p.Dir, st.Uid, os.Getuid())
 	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("launch: %s is open to others (mode %v); want 0700", p.Dir, fi.Mode().Perm())
+		return fmt.Errorf("%s is open to others (mode %v); want 0700", p.Dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// OtherUserError is the error of a daemon on socket that is another
+// user's (it refused us, or its socket or directory cannot be reached),
+// naming that user when the socket or its directory shows it; nil when
+// neither belongs to another user.
+func OtherUserError(socket string) error {
+	for _, p := range []string{socket, filepath.Dir(socket)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+			return fmt.Errorf("the numasteal daemon on %s belongs to another user (uid %d)", socket, st.Uid)
+		}
+		return nil
 	}
 	return nil
 }

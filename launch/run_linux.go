@@ -127,7 +127,7 @@ func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer
 	st, wall, started, err := runChild(prog, argv, env, slot.conn)
 	if err != nil {
 		slot.conn.Close()
-		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+		fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, startError(err))
 		if !started {
 			return 127
 		}
@@ -188,7 +188,7 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 	if err != nil && !started {
 		// Nothing ran: the lease goes back unused, the compile runs here.
 		s.conn.Close()
-		fmt.Fprintf(stderr, "%s: %v; compiling locally\n", progName, err)
+		fmt.Fprintf(stderr, "%s: %s: %v; compiling locally\n", progName, distcc, startError(err))
 		return 0, true
 	}
 	if err != nil {
@@ -217,6 +217,16 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 		dieBySignal(ws.Signal())
 	}
 	return status, false
+}
+
+// startError is err of a command that could not start without the
+// "fork/exec PATH" that os.StartProcess puts before the reason.
+func startError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // crashSignal reports whether a process killed by sig crashed, rather
@@ -278,8 +288,13 @@ func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slo
 		case "error":
 			conn.Close()
 			msg, _ := reply.Get("msg")
-			if code, _ := reply.Get("code"); code == "gone" {
+			switch code, _ := reply.Get("code"); code {
+			case "gone":
 				return nil, fmt.Errorf("%w: %s", errBuildGone, msg)
+			case "perm":
+				if err := OtherUserError(p.Socket); err != nil {
+					return nil, err
+				}
 			}
 			return nil, fmt.Errorf("%w: %s", errRefused, msg)
 		default:

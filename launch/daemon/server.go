@@ -135,7 +135,10 @@ func Listen(cfg Config) (*Server, error) {
 		if c, err := launch.Dial(p.Socket); err == nil {
 			c.Close()
 			lock.Close()
-			return nil, ErrRunning
+			if b, err := os.ReadFile(p.Lock); err == nil && len(b) > 1 {
+				return nil, fmt.Errorf("%w on %s (pid %s)", ErrRunning, p.Socket, b[:len(b)-1])
+			}
+			return nil, fmt.Errorf("%w on %s", ErrRunning, p.Socket)
 		}
 		if time.Now().After(deadline) {
 			lock.Close()
