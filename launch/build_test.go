@@ -56,8 +56,9 @@ func TestBuildsOutermostTool(t *testing.T) {
 	}
 }
 
-// TestBuildProcess: a build named by Builds is its process while that
-// pid has that start time; another form of name is no process.
+// TestBuildProcess: a build named by Builds after a build tool is its
+// process while that pid has that start time; another form of name, or
+// a parent that is no build tool, is no process.
 func TestBuildProcess(t *testing.T) {
 	proc := t.TempDir()
 	writeStat(t, proc, 5, "make", 2, 200)
@@ -68,7 +69,8 @@ func TestBuildProcess(t *testing.T) {
 		{"make-5-200", true, false},
 		{"make-5-201", true, true}, // the pid is another process's now
 		{"make-6-200", true, true}, // no such pid
-		{"sh__x_-5-200", true, false},
+		{"ninja-5-200", true, false},
+		{"sh__x_-5-200", false, false}, // the parent, no build tool
 		{"mybuild", false, false},
 		{"release-2", false, false},
 		{"a-b-c", false, false},

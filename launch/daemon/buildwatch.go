@@ -7,15 +7,15 @@ import (
 	"github.com/numasteal/numasteal/launch"
 )
 
-// A dead build compiles for nobody. When the process a build is named by
-// (launch.Builds: its outermost make or ninja, else the launcher's
-// parent) ends — make killed, or dead of SIGPIPE under "make | head" —
+// A dead build compiles for nobody. When the build tool process a build
+// is named by (launch.Builds: its outermost make, ninja...) ends — make killed, or dead of SIGPIPE under "make | head" —
 // its waiting jobs are dropped: each launcher is told "error code=gone"
 // and exits at once, without running its command. Its running jobs run
 // to their end. The daemon watches each such process with a pidfd from
 // the first job of the build on, and checks it again when a job of a
-// build it does not watch arrives. A build named by $NUMASTEAL_BUILD is
-// not a process and is never dropped.
+// build it does not watch arrives. A build named by $NUMASTEAL_BUILD, or
+// by the launcher's parent when no build tool is above it, is never
+// dropped.
 
 // maxBuildWatches bounds the builds watched at once (a pidfd and a
 // goroutine each); builds past it are not watched.
