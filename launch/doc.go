@@ -167,9 +167,10 @@
 // command its own) nor make's jobserver auth (make 4.3 passes "3,4" to
 // every build) names a build. The daemon's queues are per build, and it
 // admits their heads round robin (package launch/daemon). A build named
-// by its process dies with it: when that process ends (make killed, or
-// dead of SIGPIPE under "make | head"), the daemon, which watches it with
-// a pidfd, drops the build's waiting jobs, and their launchers exit at
-// once instead of compiling for nobody; its running jobs end as they
-// would. A build named by $NUMASTEAL_BUILD is not watched.
+// by its build tool dies with it: when that process ends (make killed,
+// or dead of SIGPIPE under "make | head"), the daemon, which watches it
+// with a pidfd, drops the build's waiting jobs, and their launchers exit
+// at once instead of compiling for nobody; its running jobs end as they
+// would. A build named by $NUMASTEAL_BUILD, or by a parent that is no
+// build tool, is not watched.
 package launch
