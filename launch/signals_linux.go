@@ -89,7 +89,12 @@ func startMask() (undo func()) {
 	}
 	runtime.LockOSThread()
 	var set, old unix.Sigset_t
-	set.Val[0] = startup.mask
+	for sig := 1; sig <= 64; sig++ {
+		if startup.mask&(1<<(sig-1)) != 0 {
+			w := uint(sig-1) / uint(8*unsafe.Sizeof(set.Val[0]))
+			set.Val[w] |= 1 << (uint(sig-1) % uint(8*unsafe.Sizeof(set.Val[0])))
+		}
+	}
 	if unix.PthreadSigmask(unix.SIG_SETMASK, &set, &old) != nil {
 		runtime.UnlockOSThread()
 		return func() {}
