@@ -30,6 +30,12 @@ type Conn struct {
 // grammar (wrapping ErrVersion for a daemon of another version).
 func (c *Conn) Call(m Msg) (Msg, error) {
 	if err := c.Send(m); err != nil {
+		// A daemon that refuses a connection (another user's: "perm")
+		// answers at once and closes, maybe before the request arrives:
+		// its answer is still there to read.
+		if reply, rerr := c.Read(); rerr == nil && reply.Verb == "error" {
+			return reply, nil
+		}
 		return Msg{}, err
 	}
 	return c.Read()
