@@ -3,6 +3,7 @@ package launch
 import (
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/numasteal/numasteal/internal/procstat"
@@ -135,4 +136,30 @@ func sanitizeID(s string) string {
 		b = b[:100]
 	}
 	return string(b)
+}
+
+// BuildProcess returns the build tool process that id, a build named by
+// Builds ("comm-PID-STARTTIME", comm make, ninja...), stands for: its
+// pid, while the process with that pid under proc ("/proc") still has
+// that start time. ok is false for an id of another form
+// ($NUMASTEAL_BUILD names a build as its user likes) and for a build
+// named by the launcher's parent, which is no build tool (a script may
+// leave its launchers behind on purpose); gone is true when the build's
+// process has ended (the pid is free, or another process's).
+func BuildProcess(proc, id string) (pid int, ok, gone bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 {
+		return 0, false, false
+	}
+	start := id[i+1:]
+	j := strings.LastIndexByte(id[:i], '-')
+	pid, err := strconv.Atoi(id[j+1 : i])
+	if err != nil || pid <= 1 || start == "" || j < 0 || !buildTools[id[:j]] {
+		return 0, false, false
+	}
+	if _, err := strconv.ParseUint(start, 10, 64); err != nil {
+		return 0, false, false
+	}
+	st, err := readStat(proc, pid)
+	return pid, true, err != nil || st.start != start
 }

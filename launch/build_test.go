@@ -55,3 +55,29 @@ func TestBuildsOutermostTool(t *testing.T) {
 		t.Errorf("a pid with no stat: %q, want \"\"", got)
 	}
 }
+
+// TestBuildProcess: a build named by Builds after a build tool is its
+// process while that pid has that start time; another form of name, or
+// a parent that is no build tool, is no process.
+func TestBuildProcess(t *testing.T) {
+	proc := t.TempDir()
+	writeStat(t, proc, 5, "make", 2, 200)
+	for _, tc := range []struct {
+		id       string
+		ok, gone bool
+	}{
+		{"make-5-200", true, false},
+		{"make-5-201", true, true}, // the pid is another process's now
+		{"make-6-200", true, true}, // no such pid
+		{"ninja-5-200", true, false},
+		{"sh__x_-5-200", false, false}, // the parent, no build tool
+		{"mybuild", false, false},
+		{"release-2", false, false},
+		{"a-b-c", false, false},
+	} {
+		_, ok, gone := BuildProcess(proc, tc.id)
+		if ok != tc.ok || gone != tc.gone {
+			t.Errorf("%s: ok %v gone %v, want %v %v", tc.id, ok, gone, tc.ok, tc.gone)
+		}
+	}
+}

@@ -30,6 +30,12 @@ type Conn struct {
 // grammar (wrapping ErrVersion for a daemon of another version).
 func (c *Conn) Call(m Msg) (Msg, error) {
 	if err := c.Send(m); err != nil {
+		// A daemon that refuses a connection (another user's: "perm")
+		// answers at once and closes, maybe before the request arrives:
+		// its answer is still there to read.
+		if reply, rerr := c.Read(); rerr == nil && reply.Verb == "error" {
+			return reply, nil
+		}
 		return Msg{}, err
 	}
 	return c.Read()
@@ -212,9 +218,19 @@ func serveFlags(getenv func(string) string) []string {
 
 // warnOnce writes msg to w unless this build was warned already: the
 // marker is the file Paths.Warned/BUILD, created exclusively, so of many
-// launchers of one build exactly one writes.
+// launchers of one build exactly one writes. Markers go only in a
+// directory Paths.Ensure accepts: for a refused one, in that of
+// $TMPDIR/numasteal-UID, else nowhere (every launcher warns).
 func warnOnce(p Paths, build string, w io.Writer, msg string) {
-	if os.MkdirAll(p.Warned, 0o700) == nil {
+	if p.Ensure() != nil {
+		p = PathsFromEnv(func(k string) string {
+			if k == "NUMASTEAL_SOCKET" || k == "XDG_RUNTIME_DIR" {
+				return ""
+			}
+			return os.Getenv(k)
+		})
+	}
+	if p.Ensure() == nil && (os.Mkdir(p.Warned, 0o700) == nil || dirExists(p.Warned)) {
 		f, err := os.OpenFile(filepath.Join(p.Warned, build), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			if errors.Is(err, os.ErrExist) {
@@ -249,4 +265,9 @@ var cacheTools = map[string]bool{"ccache": true, "sccache": true}
 func underCache() bool {
 	st, err := readStat("/proc", os.Getppid())
 	return err == nil && cacheTools[st.comm]
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }

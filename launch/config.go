@@ -61,7 +61,9 @@ func (c *Config) program() (prog string, argv []string, stderr io.Writer, code i
 // execDirect replaces the launcher with the command (the fallback: no
 // slot, nothing to report, and one process fewer).
 func execDirect(progName, prog string, argv, env []string, stderr io.Writer) int {
+	undo := beforeExec()
 	err := syscall.Exec(prog, argv, env)
+	undo()
 	fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, err)
 	return 127
 }

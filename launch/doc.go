@@ -76,6 +76,21 @@
 // which names the build, is read by the daemon, which caches it per parent
 // (Builds), not by every launcher. docs/BENCHMARKS.md has the numbers.
 //
+// # Signals the launcher inherited
+//
+// The command gets the signal dispositions and mask the launcher was
+// started with, in every path (handoff, measured, run directly): a build
+// run with SIGINT and SIGQUIT ignored (a script's background job, nohup's
+// SIGHUP) has compilers that ignore them too. Go's runtime handles almost
+// every signal and unblocks some, which exec and fork would pass on as
+// defaults; the launcher reads what the runtime found at start
+// (signals_linux.go) and ignores those signals again itself (so it never
+// un-ignores one to forward it), sets them ignored before an exec, and
+// forks and execs from a thread with the inherited mask. Only SIGCHLD
+// ignored is not passed to a measured command (the launcher must wait
+// for it). A stripped launcher (no symbol table) knows only an ignored
+// SIGHUP and SIGINT and the signals the runtime leaves alone.
+//
 // # Pdeathsig
 //
 // A measured command is forked with Pdeathsig = SIGKILL, so it dies with
@@ -106,6 +121,11 @@
 // The daemon's directory is $XDG_RUNTIME_DIR/numasteal, else
 // $TMPDIR/numasteal-UID, created 0700 and refused when it is a link, not
 // ours, or open to others; $NUMASTEAL_SOCKET overrides the socket path.
+// A $XDG_RUNTIME_DIR that is missing (it is never created), not a
+// directory, not ours, not writable or unable to hold numasteal's
+// directory is passed over for $TMPDIR/numasteal-UID, with one warning
+// per build naming it. Nothing is created in a refused directory: the
+// per-build warning markers then go to $TMPDIR/numasteal-UID.
 // A launcher that cannot connect takes the start lock (flock, blocking),
 // connects again (whoever held the lock may have started one), and only
 // then starts "numasteal serve" detached (its own session, stdin
@@ -132,7 +152,10 @@
 // is run here after distcc failed on one. "status" gets "status json=...",
 // "ping" gets "pong". Errors are "error code= msg=": code "version" for a
 // line of another version (the daemon closes), "malformed", "verb",
-// "order", "perm" (a peer of another uid, by SO_PEERCRED). A daemon that
+// "order", "perm" (a peer of another uid, by SO_PEERCRED), "gone" (the
+// process of the job's build has ended, see "Build identity": the
+// launcher says so in one line and exits 1 without running its
+// command). A daemon that
 // does not know "handoff" never grants it, and a launcher that does not
 // ask is never given it; likewise a launcher that does not say remote=1
 // is never granted a host.
@@ -148,5 +171,11 @@
 // side by side are two. Neither the process group (ninja gives each
 // command its own) nor make's jobserver auth (make 4.3 passes "3,4" to
 // every build) names a build. The daemon's queues are per build, and it
-// admits their heads round robin (package launch/daemon).
+// admits their heads round robin (package launch/daemon). A build named
+// by its build tool dies with it: when that process ends (make killed,
+// or dead of SIGPIPE under "make | head"), the daemon, which watches it
+// with a pidfd, drops the build's waiting jobs, and their launchers exit
+// at once instead of compiling for nobody; its running jobs end as they
+// would. A build named by $NUMASTEAL_BUILD, or by a parent that is no
+// build tool, is not watched.
 package launch

@@ -11,16 +11,21 @@ import (
 var ErrNotFound = errors.New("not found in PATH (other than numasteal itself)")
 
 // FindProgram returns the program name runs as: name itself when it holds
-// a '/', else the first executable called name in the directories of path
-// that is not self. self is compared by device and inode (so a symbolic
-// link, a hard link or another path to the launcher is skipped, the
-// masquerade case: a directory of links named gcc, cc, ld... to the
-// launcher, first in PATH). A path to self (collect2 runs the ld it found
-// in PATH by its full path, a masquerade link) is looked up by its base
-// name the same way.
+// a '/' (the error of stat(2) when there is no such file), else the first
+// executable called name in the directories of path that is not self.
+// self is compared by device and inode (so a symbolic link, a hard link
+// or another path to the launcher is skipped, the masquerade case: a
+// directory of links named gcc, cc, ld... to the launcher, first in
+// PATH). A path to self (collect2 runs the ld it found in PATH by its full
+// path, a masquerade link) is looked up by its base name the same way.
 func FindProgram(name, path string, self *syscall.Stat_t) (string, error) {
 	if strings.Contains(name, "/") {
-		if !isSelf(name, self) {
+		// Missing, it is reported now, before a slot is asked for.
+		var st syscall.Stat_t
+		if err := syscall.Stat(name, &st); err != nil {
+			return "", err
+		}
+		if self == nil || st.Dev != self.Dev || st.Ino != self.Ino {
 			return name, nil
 		}
 		name = filepath.Base(name)

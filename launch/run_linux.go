@@ -27,6 +27,7 @@ import (
 // Pdeathsig, and the kernel sends it when the forking thread ends.
 func Run(c Config) int {
 	runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
+	startSignals()         // before any signal.Notify: see signals_linux.go
 	prog, argv, stderr, code := c.program()
 	if code != 0 {
 		return code
@@ -39,6 +40,10 @@ func Run(c Config) int {
 	// The build is $NUMASTEAL_BUILD, else the daemon finds it from this
 	// process's ancestry (Builds).
 	build := sanitizeID(os.Getenv("NUMASTEAL_BUILD"))
+	if paths.Unusable != "" {
+		warnOnce(paths, localBuild(build)+".runtime-dir", stderr, fmt.Sprintf(
+			"%s: warning: %s; using %s", c.Prog, paths.Unusable, paths.Dir))
+	}
 	kind, out := Classify(prog, c.Args[1:])
 	if out != "" && !filepath.IsAbs(out) {
 		if wd, err := os.Getwd(); err == nil {
@@ -65,6 +70,12 @@ func Run(c Config) int {
 		}
 	}
 	direct := func(err error) int {
+		if errors.Is(err, errBuildGone) {
+			// make is gone (killed, or dead of SIGPIPE under "| head"):
+			// one line, and no compile for nobody.
+			fmt.Fprintf(stderr, "%s: %s %v\n", c.Prog, c.Args[0], err)
+			return 1
+		}
 		warnOnce(paths, localBuild(build), stderr, fmt.Sprintf(
 			"%s: warning: running commands of this build directly, without the daemon's slots: %v", c.Prog, err))
 		return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
@@ -120,7 +131,7 @@ func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer
 		ch, err := runChild(prog, argv, env, slot.conn)
 		if err != nil {
 			slot.conn.Close()
-			fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+			fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, startError(err))
 			if !ch.started {
 				return 127
 			}
@@ -206,7 +217,7 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 	if err != nil && !ch.started {
 		// Nothing ran: the lease goes back unused, the compile runs here.
 		s.conn.Close()
-		fmt.Fprintf(stderr, "%s: %v; compiling locally\n", progName, err)
+		fmt.Fprintf(stderr, "%s: %s: %v; compiling locally\n", progName, distcc, startError(err))
 		return 0, true
 	}
 	if err != nil {
@@ -237,6 +248,16 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 	return status, false
 }
 
+// startError is err of a command that could not start without the
+// "fork/exec PATH" that os.StartProcess puts before the reason.
+func startError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // crashSignal reports whether a process killed by sig crashed, rather
 // than being stopped from outside (SIGINT, SIGTERM, SIGKILL...).
 func crashSignal(sig syscall.Signal) bool {
@@ -260,6 +281,10 @@ type slot struct {
 
 // errRefused: the daemon answered the request with an error.
 var errRefused = errors.New("the daemon refused the request")
+
+// errBuildGone: the daemon dropped the request because the process of
+// its build (make...) has ended: nobody waits for the command.
+var errBuildGone = errors.New("not run")
 
 // acquire asks the daemon for a slot and waits for it. A connection that
 // breaks before the grant (the daemon was killed, or exited idle just as
@@ -292,6 +317,14 @@ func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slo
 		case "error":
 			conn.Close()
 			msg, _ := reply.Get("msg")
+			switch code, _ := reply.Get("code"); code {
+			case "gone":
+				return nil, fmt.Errorf("%w: %s", errBuildGone, msg)
+			case "perm":
+				if err := OtherUserError(p.Socket); err != nil {
+					return nil, err
+				}
+			}
 			return nil, fmt.Errorf("%w: %s", errRefused, msg)
 		default:
 			conn.Close()
@@ -309,8 +342,14 @@ type caught struct{ ch chan os.Signal }
 
 func notifySignals() caught {
 	c := caught{make(chan os.Signal, 4)}
-	signal.Notify(c.ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM} {
+		// Notify would un-ignore a signal the launcher inherited ignored,
+		// and the command would get its default.
+		if !startup.ignoredAt(sig) {
+			signal.Notify(c.ch, sig)
+		}
+	}
 	return c
 }
 
@@ -454,11 +493,13 @@ func runChild(prog string, argv, env []string, conn *Conn) (ch child, err error)
 	default:
 	}
 	start := time.Now()
+	undo := startMask()
 	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
+	undo()
 	if err != nil {
 		signal.Stop(signals.ch)
 		return child{}, err

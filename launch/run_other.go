@@ -15,3 +15,5 @@ func Run(c Config) int {
 	}
 	return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
 }
+
+func beforeExec() (undo func()) { return func() {} }

@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 // of $COUNTER, the MiB of the helpers running at once and the most ever
 // seen ("cur max" in the file).
 func helper() int {
+	if os.Getenv("NUMASTEAL_TEST_HELPER") == "sigexec" {
+		return sigexec()
+	}
 	mb, _ := strconv.Atoi(os.Getenv("MB"))
 	counter := os.Getenv("COUNTER")
 	add := func(d int) {

@@ -172,17 +172,18 @@ func TestMemoryOOMRetried(t *testing.T) {
 	})
 	memhog := filepath.Join(filepath.Dir(b.src), "memhog")
 	hog := b.g.Command(exec.Command(memhog, hogSrc, "-o", hogSrc+".o"))
-	if hout, err := hog.CombinedOutput(); err != nil {
-		t.Fatalf("the other program failed: %v\n%s", err, hout)
-	}
+	// The kernel may kill the other program too, while the compile it
+	// killed first is still giving its memory back: only the compile
+	// is the test's.
+	hout, herr := hog.CombinedOutput()
 	<-done
 	if err != nil {
 		t.Fatalf("make failed: %v\n%s", err, out)
 	}
-	kills, retries, runs := b.g.OOMKills(), b.e.status("oom_retries"), b.runsOf("f000.o")
-	t.Logf("%d OOM kills in the group, %s retries, %d runs of the compile", kills, retries, runs)
-	if kills == 0 || runs != int(kills)+1 || retries != fmt.Sprint(kills) {
-		t.Errorf("want the compile OOM-killed and run again once per kill: %d kills, %s retries, %d runs\n%s", kills, retries, runs, out)
+	retries, runs := b.e.status("oom_retries"), b.runsOf("f000.o")
+	t.Logf("%d OOM kills in the group, %s retries, %d runs of the compile; the other program: %v %s", b.g.OOMKills(), retries, runs, herr, hout)
+	if runs < 2 || retries != fmt.Sprint(runs-1) {
+		t.Errorf("want the compile OOM-killed and run again once per kill: %s retries, %d runs\n%s", retries, runs, out)
 	}
 }
 

@@ -17,6 +17,9 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		io.WriteString(stdout, "usage: numasteal launch COMMAND [ARGS...]\n")
 		return exitOK
 	}
+	if len(args) > 0 && args[0] == "--version" {
+		return runVersion(ctx, nil, stdout, stderr)
+	}
 	var serve []string
 	if exe, err := os.Executable(); err == nil {
 		serve = []string{exe, "serve"}

@@ -53,6 +53,11 @@ func main() {
 	// A numasteal started as a run's watchdog (package supervise) does
 	// only that.
 	supervise.MaybeWatchdog()
+	if len(os.Args) > 1 && os.Args[1] == "launch" {
+		// A launcher passes its signals on as it inherited them (package
+		// launch): none of cli's handlers, which would un-ignore them.
+		os.Exit(runLaunch(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -57,6 +57,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		cfg.Reserve = b
 	}
+	if cfg.Paths.Unusable != "" {
+		fmt.Fprintf(stderr, "numasteal serve: warning: %s; using %s\n", cfg.Paths.Unusable, cfg.Paths.Dir)
+	}
 	if *metricsAddr != "" {
 		ms := &metricsServer{}
 		status := func() (daemon.Status, error) { return daemonStatus(cfg.Paths.Socket) }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,13 +96,27 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func daemonStatusJSON(socket string) (string, error) {
 	c, err := launch.Dial(socket)
 	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			if err := launch.OtherUserError(socket); err != nil {
+				return "", err
+			}
+		}
 		return "", fmt.Errorf("no daemon on %s: %w", socket, err)
 	}
 	defer c.Close()
 	m, err := c.Call(launch.NewMsg("status"))
 	js, ok := m.Get("json")
+	if code, _ := m.Get("code"); m.Verb == "error" && code == "perm" {
+		if err := launch.OtherUserError(socket); err != nil {
+			return "", err
+		}
+	}
 	if err != nil || m.Verb != "status" || !ok {
-		return "", fmt.Errorf("bad answer from the daemon on %s: %v %v", socket, m, err)
+		msg, _ := m.Get("msg")
+		if err == nil {
+			err = fmt.Errorf("%s %s", m.Verb, msg)
+		}
+		return "", fmt.Errorf("the daemon on %s did not answer with its status: %v", socket, err)
 	}
 	return js, nil
 }

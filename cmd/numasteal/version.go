@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+
+	"github.com/numasteal/numasteal/internal/version"
 )
 
 // runVersion implements "numasteal version" and "numasteal --version": the
@@ -24,26 +26,6 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return exitOK
 }
 
-// versionLine is "numasteal v1.2.3 (rev 0123abcd…, modified, go1.26.8)":
-// the main module's version ("(devel)" for a build in a checkout) and the
-// vcs.revision, vcs.modified and Go version of the build settings.
-func versionLine(bi *debug.BuildInfo) string {
-	version := bi.Main.Version
-	if version == "" {
-		version = "(devel)"
-	}
-	rev, modified := "unknown", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	extra := ""
-	if modified {
-		extra = ", modified"
-	}
-	return fmt.Sprintf("numasteal %s (rev %s%s, %s)", version, rev, extra, bi.GoVersion)
-}
+// versionLine is "numasteal v1.2.3 (rev 0123abcd…, modified, go1.26.8)"
+// (package internal/version, which numasteal-launch shares).
+func versionLine(bi *debug.BuildInfo) string { return version.Line("numasteal", bi) }

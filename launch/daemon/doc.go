@@ -77,6 +77,12 @@
 // here after its farm run failed goes to the head of its build's queue:
 // it waited its turn already.
 //
+// A build whose build tool process has ended (make killed, or dead of
+// SIGPIPE under "make | head") loses its waiting jobs: the daemon watches
+// that process with a pidfd and answers each waiting launcher "error
+// code=gone", and the launcher exits without running its command
+// (buildwatch.go).
+//
 // # Farm
 //
 // With a farm (Config.Farm: "numasteal serve --farm HOSTS", or

@@ -46,10 +46,13 @@ type job struct {
 	queued  time.Time
 	started time.Time
 	running bool
-	// granted is closed by admit when the job is given its slot, which
-	// then calls wake (when set) to interrupt its connection's read.
+	// granted is closed by admit when the job is given its slot, or by
+	// dropBuildLocked when its build ended while it waited (dropped);
+	// either then calls wake (when set) to interrupt its connection's
+	// read.
 	granted chan struct{}
 	wake    func()
+	dropped bool
 }
 
 // buildQueue is one build's waiting jobs, first come first served.

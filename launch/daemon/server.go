@@ -104,6 +104,9 @@ type Server struct {
 	priors     map[string]*prior
 	oomRetries int64
 	oomFailed  int64
+	// buildWatches are the builds whose process is watched, to drop
+	// their waiting jobs when it ends (buildwatch.go).
+	buildWatches map[string]buildWatch
 }
 
 // Serve runs a daemon until ctx is done or it has been idle for
@@ -146,7 +149,10 @@ func Listen(cfg Config) (*Server, error) {
 		if c, err := launch.Dial(p.Socket); err == nil {
 			c.Close()
 			lock.Close()
-			return nil, ErrRunning
+			if b, err := os.ReadFile(p.Lock); err == nil && len(b) > 1 {
+				return nil, fmt.Errorf("%w on %s (pid %s)", ErrRunning, p.Socket, b[:len(b)-1])
+			}
+			return nil, fmt.Errorf("%w on %s", ErrRunning, p.Socket)
 		}
 		if time.Now().After(deadline) {
 			lock.Close()
@@ -291,6 +297,7 @@ func (s *Server) Run(ctx context.Context) error {
 			j.pidfd.Close() // ends its watcher
 		}
 	}
+	s.stopBuildWatchesLocked()
 	s.mu.Unlock()
 	s.watchers.Wait()
 	s.mu.Lock()
@@ -411,6 +418,10 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			select {
 			case <-j.granted:
 				c.SetReadDeadline(time.Time{})
+				if j.dropped { // its build ended while it waited
+					reply(goneMsg(j.build))
+					return false
+				}
 			default:
 				m2, err := next()
 				switch {
@@ -479,12 +490,19 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				reply(launch.NewMsg("error", "code", "busy", "msg", "this connection holds a job already"))
 				return
 			}
+			derived := false
 			if b, _ := m.Get("build"); b == "" {
 				m.Fields = append(m.Fields, launch.Field{Key: "build", Value: s.builds.Of(peer.pid)})
+				derived = true
 			}
 			held = s.newJob(m, peer.pid)
 			held.wake = wake
 			s.mu.Lock()
+			if derived && s.watchBuildLocked(held.build) {
+				s.mu.Unlock()
+				reply(goneMsg(held.build))
+				return
+			}
 			s.pool.submit(held)
 			s.mu.Unlock()
 			handoff, _ := m.Get("handoff")

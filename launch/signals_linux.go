@@ -1,0 +1,207 @@
+package launch
+
+import (
+	"encoding/binary"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A launcher is invisible to its command's signals: every disposition it
+// inherited (ignored stays ignored; a caught signal is default after exec
+// anyway) and its signal mask reach the command as they came, handed off
+// or measured. Go's runtime stands in the way: at start it installs its
+// handler on almost every signal, ignored ones included (it keeps an
+// inherited SIG_IGN only for SIGHUP and SIGINT), and unblocks the signals
+// it needs (SIGHUP, SIGINT, SIGQUIT, SIGTERM...) in every thread; exec
+// then resets the handled signals to their default and keeps the changed
+// mask, and a forked child gets the default for every handled signal. The
+// runtime remembers what it found, in runtime.fwdSig (each signal's
+// disposition at start) and runtime.initSigmask (the mask at start), which
+// no API exports: startSignals reads them through the executable's symbol
+// table. A stripped executable (no .symtab) falls back to what the kernel
+// and os/signal still know: an ignored SIGHUP or SIGINT, and the signals
+// the runtime does not handle; the mask is then left as the runtime made
+// it.
+
+// inherited is what the launcher's signals were when it started.
+type inherited struct {
+	ignored   uint64 // bit sig-1: SIG_IGN at start
+	mask      uint64 // the signal mask at start, when maskKnown
+	maskKnown bool
+}
+
+// startup is read once, by Run, before anything calls signal.Notify.
+var startup inherited
+
+// sigIgn is SIG_IGN as rt_sigaction takes it.
+const sigIgn = 1
+
+// startSignals records the inherited dispositions and mask, and ignores
+// again in the launcher the signals that were ignored (so that neither the
+// launcher nor a child it forks is killed by one), except SIGCHLD, whose
+// SIG_IGN would reap the measured command before the launcher's wait.
+func startSignals() {
+	fwd, mask := runtimeSignalState()
+	for sig := 1; sig <= 64; sig++ {
+		h, ok := sigHandler(sig)
+		if ok && h == sigIgn || fwd != nil && fwd[sig] == sigIgn {
+			startup.ignored |= 1 << (sig - 1)
+		}
+	}
+	if mask != nil {
+		startup.mask, startup.maskKnown = *mask, true
+	}
+	for sig := 1; sig <= 64; sig++ {
+		if startup.ignoredAt(syscall.Signal(sig)) && syscall.Signal(sig) != syscall.SIGCHLD {
+			signal.Ignore(syscall.Signal(sig))
+		}
+	}
+}
+
+func (in inherited) ignoredAt(sig syscall.Signal) bool {
+	return sig >= 1 && sig <= 64 && in.ignored&(1<<(sig-1)) != 0
+}
+
+// beforeExec sets, in the calling thread, every inherited SIG_IGN and the
+// inherited mask, for the exec that follows; undo puts the mask back when
+// the exec failed.
+func beforeExec() (undo func()) {
+	for sig := 1; sig <= 64; sig++ {
+		if startup.ignoredAt(syscall.Signal(sig)) {
+			setHandler(sig, sigIgn)
+		}
+	}
+	return startMask()
+}
+
+// startMask sets the calling thread's signal mask to the inherited one,
+// for an exec or a fork from this thread (the runtime gives a forked
+// child the forking thread's mask), and returns the function that puts
+// the runtime's back. The launcher still gets the signals the mask
+// blocks: its other threads take them.
+func startMask() (undo func()) {
+	if !startup.maskKnown {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	var set, old unix.Sigset_t
+	for sig := 1; sig <= 64; sig++ {
+		if startup.mask&(1<<(sig-1)) != 0 {
+			w := uint(sig-1) / uint(8*unsafe.Sizeof(set.Val[0]))
+			set.Val[w] |= 1 << (uint(sig-1) % uint(8*unsafe.Sizeof(set.Val[0])))
+		}
+	}
+	if unix.PthreadSigmask(unix.SIG_SETMASK, &set, &old) != nil {
+		runtime.UnlockOSThread()
+		return func() {}
+	}
+	return func() {
+		unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+		runtime.UnlockOSThread()
+	}
+}
+
+// kernelSigaction is struct sigaction as rt_sigaction(2) takes it; only
+// the handler is read or set, and the rest is zero, so the layouts of the
+// architectures (with or without sa_restorer) all fit.
+type kernelSigaction struct {
+	handler uintptr
+	rest    [3]uint64
+}
+
+func sigHandler(sig int) (uintptr, bool) {
+	var old kernelSigaction
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0)
+	return old.handler, e == 0
+}
+
+func setHandler(sig int, h uintptr) {
+	act := kernelSigaction{handler: h}
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+}
+
+// runtimeSignalState returns the runtime's fwdSig and initSigmask, found
+// by their addresses in the executable's symbol table relative to
+// runtime.MemProfileRate (so a position-independent executable works too),
+// and checked by their sizes; nil when they cannot be found.
+func runtimeSignalState() (fwd *[65]uintptr, mask *uint64) {
+	syms := elfSymbols("/proc/self/exe", "runtime.MemProfileRate", "runtime.fwdSig", "runtime.initSigmask")
+	anchor, ok := syms["runtime.MemProfileRate"]
+	if !ok || anchor.size != uint64(unsafe.Sizeof(runtime.MemProfileRate)) {
+		return nil, nil
+	}
+	base := unsafe.Pointer(&runtime.MemProfileRate)
+	if s, ok := syms["runtime.fwdSig"]; ok && s.size == uint64(unsafe.Sizeof([65]uintptr{})) {
+		fwd = (*[65]uintptr)(unsafe.Add(base, int(s.value-anchor.value)))
+	}
+	if s, ok := syms["runtime.initSigmask"]; ok && s.size == 8 {
+		mask = (*uint64)(unsafe.Add(base, int(s.value-anchor.value)))
+	}
+	return fwd, mask
+}
+
+type elfSym struct{ value, size uint64 }
+
+// elfSymbols returns the value and size of the named symbols of the
+// 64-bit little-endian ELF file path (.symtab); what it cannot read is
+// missing. It maps the file and reads only the section headers and the
+// symbol table, with the names of the symbols it compares (some 100 KB of
+// the launcher's 3 MB), not debug/elf's whole model.
+func elfSymbols(path string, names ...string) map[string]elfSym {
+	out := make(map[string]elfSym, len(names))
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return out
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Size < 64 || st.Size > 1<<30 {
+		return out
+	}
+	b, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return out
+	}
+	defer unix.Munmap(b)
+	if string(b[:4]) != "\x7fELF" || b[4] != 2 || b[5] != 1 {
+		return out
+	}
+	le := binary.LittleEndian
+	size := uint64(len(b))
+	shoff, shentsize, shnum := le.Uint64(b[0x28:]), uint64(le.Uint16(b[0x3a:])), uint64(le.Uint16(b[0x3c:]))
+	if shentsize < 64 || shoff > size || shnum > (size-shoff)/shentsize {
+		return out
+	}
+	section := func(i uint64) (typ uint32, data []byte, link uint32) {
+		s := b[shoff+i*shentsize:]
+		off, n := le.Uint64(s[0x18:]), le.Uint64(s[0x20:])
+		if off > size || n > size-off {
+			return 0, nil, 0
+		}
+		return le.Uint32(s[4:]), b[off : off+n], le.Uint32(s[0x28:])
+	}
+	for i := range shnum {
+		typ, symtab, link := section(i)
+		if typ != 2 || uint64(link) >= shnum { // SHT_SYMTAB
+			continue
+		}
+		_, strtab, _ := section(uint64(link))
+		for s := symtab; len(s) >= 24 && len(out) < len(names); s = s[24:] {
+			off := uint64(le.Uint32(s))
+			if off >= uint64(len(strtab)) || strtab[off] != names[0][0] {
+				continue // the names asked for start alike ("runtime.")
+			}
+			for _, n := range names {
+				if end := off + uint64(len(n)); end < uint64(len(strtab)) && strtab[end] == 0 && string(strtab[off:end]) == n {
+					out[n] = elfSym{value: le.Uint64(s[8:]), size: le.Uint64(s[16:])}
+				}
+			}
+		}
+		return out
+	}
+	return out
+}
