@@ -223,6 +223,7 @@ func (s *Server) init() error {
 		perCPU:  make([]int, topo.Usable.Last()+1),
 		bal:     bal,
 		nodeOf:  topo.NodeOf,
+		nodes:   newNodePlacer(topo),
 		farm:    cfg.Farm,
 		wake:    s.wakeLocked,
 	}
