@@ -41,7 +41,9 @@
 //     head of the build's queue), and go on from step 5 with the local
 //     grant, exactly once.
 //  5. Pin the launcher's thread to the granted CPU (the command inherits
-//     the mask).
+//     the mask) and, on a machine of several nodes, set its memory policy
+//     to prefer the granted node (MPOL_PREFERRED, kept across fork and
+//     exec), so the command's pages come from there.
 //  6. Handoff, the usual case: when the grant says "handoff", send "exec"
 //     and exec the command in the launcher's place. The command is then
 //     the very process make started: its pid, descriptors 0, 1 and 2 and

@@ -119,6 +119,7 @@ func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer
 		// A refused pin (the CPU left our cpuset) costs only placement.
 		_ = affinity.PinThread(cpuset.Of(int(cpu)))
 	}
+	preferNode(slot.grant, "/sys")
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
 	if v, _ := slot.grant.Get("handoff"); v == "1" {
 		// The daemon watches this process from now on; the exec closes

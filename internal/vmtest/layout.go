@@ -42,8 +42,8 @@ type Layout struct {
 }
 
 // Layouts returns the layouts the VM tests boot: two sockets of SMT cores
-// on two nodes, four nodes with unequal distances, a CPU-less node and a
-// memory-less node.
+// on two nodes, four nodes with unequal distances, a CPU-less node, a
+// memory-less node, and two nodes of unequal memory.
 func Layouts() []Layout {
 	return []Layout{
 		{Name: "2sockets-4cores-2threads-2nodes", Sockets: 2, Dies: 1, Cores: 4, Threads: 2,
@@ -55,6 +55,8 @@ func Layouts() []Layout {
 			NodeCPUs: []string{"0-1", "2-3", ""}, NodeMemMB: []int{256, 256, 128}},
 		{Name: "memoryless-node", Sockets: 1, Dies: 1, Cores: 4, Threads: 1,
 			NodeCPUs: []string{"0-1", "2-3"}, NodeMemMB: []int{512, 0}},
+		{Name: "unequal-memory-nodes", Sockets: 1, Dies: 1, Cores: 4, Threads: 1,
+			NodeCPUs: []string{"0-1", "2-3"}, NodeMemMB: []int{192, 512}},
 	}
 }
 

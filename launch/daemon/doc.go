@@ -123,4 +123,16 @@
 // (Balancer.Place with PlaceExec: the find_idlest walk over the scheduling
 // domains), with the daemon's running jobs per CPU as the load. The
 // launcher pins itself there before it forks the command.
+//
+// On a machine of several NUMA nodes, the job's memory need must also fit
+// its node's room: the node's free memory (memory.NodeMemory.Free: no
+// page cache, which the allocator does not reclaim before it takes a
+// remote node's page) less what the jobs running there are still expected
+// to take (each one's need less what its processes hold). When it does
+// not, the job goes to the idlest CPU of a node whose room covers it (the
+// least loaded such CPU, then the most room), or of the node with the
+// most room when none does. The grant names the node, and the launcher
+// sets the command's memory policy to prefer it (MPOL_PREFERRED): its
+// pages come from there while the node has free pages, so a large job
+// neither spills to a remote node nor fills the node of the small ones.
 package daemon

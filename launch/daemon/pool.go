@@ -95,6 +95,7 @@ type pool struct {
 	perCPU []int
 	bal    balance.Balancer
 	nodeOf func(cpu int) int
+	nodes  *nodePlacer // moves a job to a node whose free memory covers it; nil: off
 	// admitted is called (under the lock) for each admitted job.
 	admitted func(*job)
 	// estimate, when set, gives the need of a job whose peak is not
@@ -267,6 +268,7 @@ func (p *pool) admitLocal() {
 		if p.bal != nil {
 			j.cpu = p.bal.Place(-1, balance.PlaceExec, p)
 		}
+		j.cpu = p.nodes.place(p, j)
 		if j.cpu >= 0 && j.cpu < len(p.perCPU) {
 			p.perCPU[j.cpu]++
 			j.node = p.nodeOf(j.cpu)

@@ -249,6 +249,7 @@ func (s *Server) init() error {
 		farm:     cfg.Farm,
 		wake:     s.wakeLocked,
 		estimate: s.estimateLocked,
+		nodes:    newNodePlacer(topo),
 	}
 	if cfg.Trace != "" {
 		s.trace = buildgraph.NewTraceWriter(s.start, "numasteal serve")

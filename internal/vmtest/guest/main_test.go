@@ -9,14 +9,22 @@ import (
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/internal/vmtest"
+	"github.com/numasteal/numasteal/launch"
 )
 
-// childEnv makes the test binary, started as a child by TestStartPinned,
-// print "cpu=N allowed=LIST" instead of running the tests.
+// childEnv makes the test binary, started as a child, do one thing instead
+// of running the tests: "report" (TestStartPinned) prints "cpu=N
+// allowed=LIST"; "launch" and "hog" (TestPlaceByNodeMemory) are the
+// launcher and the compiler it runs.
 const childEnv = "NUMASTEAL_GUEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "report" {
+	switch os.Getenv(childEnv) {
+	case "launch":
+		os.Exit(launch.Run(launch.Config{Args: os.Args[1:], Prog: "guest launcher", Serve: []string{"/bin/false"}}))
+	case "hog":
+		os.Exit(hog(os.Args[1:]))
+	case "report":
 		cpu, _, err := affinity.CurrentCPU()
 		allowed, err2 := affinity.Allowed()
 		if err != nil || err2 != nil {
