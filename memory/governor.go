@@ -117,10 +117,17 @@ func (g *Governor) Admit(need int64, running int) bool {
 	return true
 }
 
-// Add starts watching job id.
+// Add starts watching job id. The OOM-kill count is read afresh as its
+// base (Ended.OOMKills): the last sample's may be older than kills that
+// have nothing to do with the job, or missing before the first sample.
 func (g *Governor) Add(id int64, spec JobSpec) {
+	s, err := g.src.Sample()
 	g.mu.Lock()
-	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: g.sample.OOMKills}
+	base := s.OOMKills
+	if err != nil {
+		base = g.sample.OOMKills
+	}
+	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: base}
 	g.mu.Unlock()
 	select {
 	case g.kick <- struct{}{}:
