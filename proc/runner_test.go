@@ -430,6 +430,9 @@ func TestProcessRusage(t *testing.T) {
 	if res.User+res.Sys <= 0 || res.Wall <= 0 {
 		t.Fatalf("user %v sys %v wall %v, want CPU time", res.User, res.Sys, res.Wall)
 	}
+	if res.MaxRSS <= 0 {
+		t.Errorf("MaxRSS %d, want the shell's resident set", res.MaxRSS)
+	}
 }
 
 // Processes holding every slot do not hold the workers: Go tasks still
