@@ -1,0 +1,156 @@
+package buildrun
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/farm/compile"
+	"github.com/numasteal/numasteal/memory"
+	"github.com/numasteal/numasteal/proc"
+)
+
+func newGate(t *testing.T, hist *buildgraph.History, budget int64) *memGate {
+	t.Helper()
+	src, err := memory.Open("/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newMemGate(&MemoryOptions{Source: src, Thresholds: memory.Thresholds{Budget: budget}}, hist, nil)
+}
+
+// A task's need: declared, else its History peak, else the run's own
+// tasks of its kind once one has finished (or what one holds now, when
+// more), else a first guess by kind.
+func TestMemoryNeed(t *testing.T) {
+	hist := buildgraph.NewHistory()
+	known := &buildgraph.Task{ID: "known.o", Cmd: []string{"cc", "-c", "known.c"}}
+	hist.Record(known, time.Second)
+	hist.RecordPeak(known, 700<<20)
+	m := newGate(t, hist, 0)
+	cc := &buildgraph.Task{ID: "a.o", Cmd: []string{"cc", "-c", "a.c"}}
+	ld := &buildgraph.Task{ID: "prog", Cmd: []string{"cc", "a.o", "-o", "prog"}}
+	sh := &buildgraph.Task{ID: "gen", Shell: "python3 gen.py"}
+	declared := &buildgraph.Task{ID: "d.o", Cmd: []string{"cc", "-c", "d.c"}, MemMB: 50}
+	knownDeclared := &buildgraph.Task{ID: "known.o", Cmd: []string{"cc", "-c", "known.c"}, MemMB: 10}
+
+	check := func(what string, task *buildgraph.Task, k compile.Kind, want int64) {
+		t.Helper()
+		if got := m.need(task, k); got != want {
+			t.Errorf("%s: need %d MiB, want %d MiB", what, got>>20, want>>20)
+		}
+	}
+	check("declared", declared, compile.Compile, 50<<20)
+	check("declared over the history", knownDeclared, compile.Compile, 10<<20)
+	check("history", known, compile.Compile, 700<<20)
+	check("first compile", cc, compile.Compile, 256<<20)
+	check("first link", ld, compile.Link, 1<<30)
+	check("first other", sh, compile.Other, 64<<20)
+
+	// A running compile holding more than the guess raises it.
+	big := &attempt{id: 1, kind: compile.Compile}
+	big.peak.Store(400 << 20)
+	m.running[1] = big
+	check("first compile beside a bigger one", cc, compile.Compile, 400<<20)
+	check("a link beside a compile", ld, compile.Link, 1<<30)
+	// Once compiles have finished, their peak is the prior, below the
+	// guess too; a running one that holds more raises it.
+	delete(m.running, 1)
+	m.peaks[compile.Compile], m.finished[compile.Compile] = 90<<20, 3
+	check("compile after others finished", cc, compile.Compile, 90<<20)
+	m.running[1] = big
+	check("compile after others, one holding more", cc, compile.Compile, 400<<20)
+}
+
+// Which deaths are OOM kills to retry, and the need of a retry.
+func TestMemoryOOMKill(t *testing.T) {
+	for _, tt := range []struct {
+		res  proc.Result
+		want bool
+	}{
+		{proc.Result{Outcome: proc.Failed, Signal: syscall.SIGKILL}, true},
+		{proc.Result{Outcome: proc.Failed, Signal: syscall.SIGKILL, TimedOut: true}, false}, // --timeout
+		{proc.Result{Outcome: proc.Canceled, Signal: syscall.SIGKILL}, false},               // Ctrl-C twice
+		{proc.Result{Outcome: proc.Failed, Signal: syscall.SIGTERM}, false},
+		{proc.Result{Outcome: proc.Failed, ExitCode: 137}, false},
+		{proc.Result{Outcome: proc.Succeeded}, false},
+	} {
+		if got := oomKill(&tt.res); got != tt.want {
+			t.Errorf("oomKill(%+v) = %v, want %v", tt.res, got, tt.want)
+		}
+	}
+	if got := retryNeed(256<<20, 300<<20); got != 450<<20 {
+		t.Errorf("retryNeed(256M, 300M) = %dM, want 450M", got>>20)
+	}
+	if got := retryNeed(1<<30, 300<<20); got != 3<<29 {
+		t.Errorf("retryNeed(1G, 300M) = %dM, want 1536M", got>>20)
+	}
+}
+
+// Under a budget, tasks whose needs do not fit together run one after
+// the other, in the order they were handed out; the scheduler's declared
+// limit is not involved (Options.MemMB 0).
+func TestMemoryBudgetSerializes(t *testing.T) {
+	dir := t.TempDir()
+	var tasks []*buildgraph.Task
+	for i := range 4 {
+		tasks = append(tasks, &buildgraph.Task{ID: fmt.Sprintf("big%d", i), Shell: "sleep 0.2", MemMB: 600, Cwd: dir})
+	}
+	for i := range 3 {
+		tasks = append(tasks, &buildgraph.Task{ID: fmt.Sprintf("small%d", i), Shell: "sleep 0.5", MemMB: 300, Cwd: dir})
+	}
+	g := &buildgraph.Graph{Tasks: tasks}
+	src, err := memory.Open("/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handed []string
+	rep, err := Run(context.Background(), newRuntime(t), g, opts(Options{
+		Slots:   4,
+		Started: func(t *buildgraph.Task) { handed = append(handed, t.ID) },
+		Memory:  &MemoryOptions{Source: src, Thresholds: memory.Thresholds{Budget: 1 << 30}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	if !rep.OK() {
+		t.Fatalf("not all succeeded: %v", rep.Counts)
+	}
+	if rep.Memory == nil || rep.Memory.Budget != 1<<30 {
+		t.Fatalf("Report.Memory = %+v", rep.Memory)
+	}
+	// No two bigs at once.
+	for i, a := range rep.Tasks {
+		for _, b := range rep.Tasks[i+1:] {
+			pa, pb := a.Proc, b.Proc
+			overlap := pa.Start.Before(pb.End) && pb.Start.Before(pa.End)
+			if overlap && strings.HasPrefix(a.Task.ID, "big") && strings.HasPrefix(b.Task.ID, "big") {
+				t.Errorf("%s [%v, %v] ran beside %s [%v, %v] under a budget of 1 GiB", a.Task.ID, pa.Start, pa.End, b.Task.ID, pb.Start, pb.End)
+			}
+		}
+	}
+	// The bigs, one at a time, in the order handed out (tasks admitted
+	// together may fork in any order).
+	var byStart []TaskResult
+	for _, tr := range rep.Tasks {
+		byStart = append(byStart, tr)
+	}
+	slices.SortFunc(byStart, func(a, b TaskResult) int { return a.Proc.Start.Compare(b.Proc.Start) })
+	isBig := func(id string) bool { return strings.HasPrefix(id, "big") }
+	var started []string
+	for _, tr := range byStart {
+		if isBig(tr.Task.ID) {
+			started = append(started, tr.Task.ID)
+		}
+	}
+	if handed = slices.DeleteFunc(handed, func(id string) bool { return !isBig(id) }); !slices.Equal(started, handed) {
+		t.Errorf("bigs started %v, handed out %v", started, handed)
+	}
+	requireNoChildren(t)
+}
