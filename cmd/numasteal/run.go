@@ -191,6 +191,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		trace = buildgraph.NewTraceWriter(start, "numasteal run "+fs.Arg(0))
 	}
 	disp := newProgressDisplay(stdout, f.progress, f.quiet, f.verbose) // run_progress.go
+	mem := runMemory(f.memMB, stderr)                                  // run_memory.go
+	ms.watchMemory(mem)
 	rep, err := buildrun.Run(ctx, rt, g, buildrun.Options{
 		Slots:         f.jobs,
 		MemMB:         f.memMB,
@@ -205,6 +207,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Started:       disp.started,
 		Runner:        ms.watch,
 		Farm:          rf.options(),
+		Memory:        mem,
 		// What the end needs of a task that succeeded is its count: its
 		// output is printed when it is reported.
 		ReleaseSucceeded: true,
@@ -226,6 +229,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printFailures(stderr, rep)
 	printSummary(stdout, rep)
+	printMemory(stdout, rep.Memory)
 	rf.printStats(stdout)
 	if hist != nil {
 		hist.Retain(g)
