@@ -2,6 +2,7 @@ package memory
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -23,5 +24,50 @@ func TestAddReadsOOMBaseAfresh(t *testing.T) {
 	e := g.Remove(1)
 	if e.OOMKills < before.OOMKills {
 		t.Errorf("Ended.OOMKills = %d, below the count %d read before Add", e.OOMKills, before.OOMKills)
+	}
+}
+
+// OOMKills is the own cgroup's count when the process has a cgroup below
+// the root (kills elsewhere on the machine do not count), else the
+// machine's.
+func TestSampleOOMKills(t *testing.T) {
+	for _, tt := range []struct {
+		own  string
+		want int64
+	}{
+		{"/build", 2},
+		{"/", 7},
+	} {
+		root := t.TempDir()
+		files := map[string]string{
+			"proc/self/cgroup": "4:memory:" + tt.own + "\n",
+			"proc/meminfo":     "MemTotal: 2000000 kB\nMemAvailable: 1000000 kB\n",
+			"proc/vmstat":      "pgfault 5\noom_kill 7\n",
+			"sys/fs/cgroup/memory/memory.usage_in_bytes":       "4096\n",
+			"sys/fs/cgroup/memory/memory.oom_control":          "oom_kill_disable 0\nunder_oom 0\n",
+			"sys/fs/cgroup/memory/build/memory.limit_in_bytes": "536870912\n",
+			"sys/fs/cgroup/memory/build/memory.usage_in_bytes": "4096\n",
+			"sys/fs/cgroup/memory/build/memory.oom_control":    "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+		}
+		for name, text := range files {
+			p := filepath.Join(root, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src, err := Open(root, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := src.Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.OOMKills != tt.want {
+			t.Errorf("own cgroup %s: OOMKills %d, want %d", tt.own, s.OOMKills, tt.want)
+		}
 	}
 }
