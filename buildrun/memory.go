@@ -24,8 +24,10 @@ import (
 // (the last successful run's); the most a task of its kind (compile,
 // link, other: compile.Classify) has held in this run, finished or still
 // running, once one of the kind has finished; else a first guess
-// (firstGuess), raised to what the running tasks of its kind hold now.
-// Tasks wait for admission in the order the scheduler handed them out.
+// (firstGuess), raised to what the running tasks of its kind hold now;
+// a need taken from the run's tasks is taken again when the task comes to
+// the front of the line. Tasks wait for admission in the order the
+// scheduler handed them out.
 //
 // A task killed by SIGKILL while the OOM-kill count rose (and not by
 // numasteal: not canceled, not timed out) is an OOM kill. A compile or a
@@ -136,6 +138,7 @@ type attempt struct {
 	id     int64
 	kind   compile.Kind
 	need   int64
+	prior  bool        // need is the run's prior for its kind, taken again at admission
 	alone  bool        // must run alone
 	shared atomic.Bool // another attempt ran beside it at some moment
 	peak   atomic.Int64
@@ -155,17 +158,19 @@ func newMemGate(o *MemoryOptions, hist *buildgraph.History, trace *buildgraph.Tr
 	return m
 }
 
-// need is the first need of t, of kind k (the comment at the top).
-func (m *memGate) need(t *buildgraph.Task, k compile.Kind) int64 {
+// need is the first need of t, of kind k (the comment at the top);
+// prior says that it is the run's prior for the kind, which changes as
+// the run goes.
+func (m *memGate) need(t *buildgraph.Task, k compile.Kind) (need int64, prior bool) {
 	if t.MemMB > 0 {
-		return int64(t.MemMB) << 20
+		return int64(t.MemMB) << 20, false
 	}
 	if p, ok := m.hist.Peak(t); ok {
-		return p
+		return p, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.priorLocked(k)
+	return m.priorLocked(k), true
 }
 
 // priorLocked is the need of a task of kind k that the History does not
@@ -228,6 +233,9 @@ func (m *memGate) try() {
 		w := m.queue[0]
 		a := w.a
 		n := len(m.running)
+		if a.prior {
+			a.need = m.priorLocked(a.kind) // what the run has learned while it waited
+		}
 		if a.alone && n > 0 || !m.gov.Admit(a.need, n) {
 			return
 		}
@@ -348,7 +356,8 @@ func (m *memGate) stats() MemoryStats {
 // are handed out, and returns what runs it (runLocal).
 func (b *build) queueLocal(t *buildgraph.Task, cmd proc.Command) (kind compile.Kind, w *memWaiter) {
 	kind = compile.Classify(cmd.Args)
-	a := &attempt{kind: kind, need: b.mem.need(t, kind)}
+	a := &attempt{kind: kind}
+	a.need, a.prior = b.mem.need(t, kind)
 	return kind, b.mem.enqueue(a, false)
 }
 

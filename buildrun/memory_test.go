@@ -41,8 +41,12 @@ func TestMemoryNeed(t *testing.T) {
 
 	check := func(what string, task *buildgraph.Task, k compile.Kind, want int64) {
 		t.Helper()
-		if got := m.need(task, k); got != want {
+		got, prior := m.need(task, k)
+		if got != want {
 			t.Errorf("%s: need %d MiB, want %d MiB", what, got>>20, want>>20)
+		}
+		if wantPrior := task.MemMB == 0 && task != known; prior != wantPrior {
+			t.Errorf("%s: prior %v, want %v", what, prior, wantPrior)
 		}
 	}
 	check("declared", declared, compile.Compile, 50<<20)
