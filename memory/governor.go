@@ -55,6 +55,9 @@ type Governor struct {
 	err     error
 	stats   Stats
 	kick    chan struct{}
+	// pending is the need admitted and not yet added (Admit, then Add):
+	// a plan made between the two takes it from its room too.
+	pending int64
 }
 
 type watched struct {
@@ -107,6 +110,9 @@ func NewGovernor(src *Source, t Thresholds, o Options) *Governor {
 func (g *Governor) Admit(need int64, running int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if running == 0 {
+		g.pending = 0 // nothing of the owner's is admitted and not added
+	}
 	if running > 0 && time.Since(g.sampled) >= g.opts.Interval {
 		g.sampleLocked(time.Now())
 	}
@@ -114,6 +120,7 @@ func (g *Governor) Admit(need int64, running int) bool {
 		return false
 	}
 	g.plan.Take(need)
+	g.pending += need
 	return true
 }
 
@@ -128,6 +135,7 @@ func (g *Governor) Add(id int64, spec JobSpec) {
 		base = g.sample.OOMKills
 	}
 	g.jobs[id] = &watched{spec: spec, started: time.Now(), oomBase: base}
+	g.pending = max(g.pending-spec.Need, 0)
 	g.mu.Unlock()
 	select {
 	case g.kick <- struct{}{}:
@@ -314,6 +322,7 @@ func (g *Governor) sampleLocked(now time.Time) Plan {
 	}
 	g.sample, g.sampled = s, now
 	g.plan = g.pol.Plan(now, s, jobs)
+	g.plan.Take(g.pending)
 	return g.plan
 }
 

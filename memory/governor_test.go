@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A job's OOM-kill base is the count when it was added, not the count of
@@ -69,5 +70,34 @@ func TestSampleOOMKills(t *testing.T) {
 		if s.OOMKills != tt.want {
 			t.Errorf("own cgroup %s: OOMKills %d, want %d", tt.own, s.OOMKills, tt.want)
 		}
+	}
+}
+
+// A sample taken between a job's Admit and its Add still counts the job's
+// need: else the next Admit sees room the job has taken.
+func TestAdmitThenSampleThenAdd(t *testing.T) {
+	src, err := Open("/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Sample(); err != nil {
+		t.Skipf("SKIP: no memory sample on this machine: %v", err)
+	}
+	const need = 100 << 20
+	g := NewGovernor(src, Thresholds{Budget: 350 << 20}, Options{})
+	for id := int64(1); id <= 3; id++ {
+		if !g.Admit(need, int(id-1)) {
+			// This machine has less than the budget free: nothing to check.
+			t.Skipf("SKIP: job %d of 100 MiB not admitted on this machine", id)
+		}
+		if id == 3 {
+			g.mu.Lock()
+			g.sampleLocked(time.Now())
+			g.mu.Unlock()
+		}
+		g.Add(id, JobSpec{Need: need})
+	}
+	if g.Admit(need, 3) {
+		t.Error("a fourth job of 100 MiB admitted under a budget of 350 MiB")
 	}
 }
