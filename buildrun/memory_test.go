@@ -158,3 +158,85 @@ func TestMemoryBudgetSerializes(t *testing.T) {
 	}
 	requireNoChildren(t)
 }
+
+// maxConcurrent returns the most processes of rep that ran at once.
+func maxConcurrent(rep *Report) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var es []edge
+	for _, tr := range rep.Tasks {
+		if tr.Proc != nil && tr.Proc.Pid > 0 {
+			es = append(es, edge{tr.Proc.Start, 1}, edge{tr.Proc.End, -1})
+		}
+	}
+	slices.SortFunc(es, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // an end before a start at the same moment
+	})
+	n, most := 0, 0
+	for _, e := range es {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
+}
+
+// Many short tasks through the memory line, at more slots than the budget
+// admits, and a run canceled while tasks wait for memory: every task has
+// one outcome, the budget holds, nothing is left.
+func TestMemoryGateStress(t *testing.T) {
+	src, err := memory.Open("/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cancelAfter := range []int{0, 10} {
+		var tasks []*buildgraph.Task
+		for i := range 150 {
+			tasks = append(tasks, &buildgraph.Task{ID: fmt.Sprint(i), Cmd: []string{"true"}, MemMB: 100})
+		}
+		g := &buildgraph.Graph{Tasks: tasks}
+		ctx, cancel := context.WithCancel(context.Background())
+		ended := 0
+		rep, err := Run(ctx, newRuntime(t), g, opts(Options{
+			Slots:     8,
+			KeepGoing: true,
+			Memory:    &MemoryOptions{Source: src, Thresholds: memory.Thresholds{Budget: 350 << 20}},
+			Progress: func(s Status) {
+				if s.Last != nil {
+					if ended++; ended == cancelAfter {
+						cancel()
+					}
+				}
+			},
+		}))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, n := range rep.Counts {
+			total += n
+		}
+		if total != len(tasks) {
+			t.Errorf("cancel after %d: %d outcomes for %d tasks: %v", cancelAfter, total, len(tasks), rep.Counts)
+		}
+		if cancelAfter == 0 && !rep.OK() {
+			t.Errorf("not all succeeded: %v", rep.Counts)
+		}
+		if cancelAfter > 0 && rep.Counts[buildgraph.Succeeded] == len(tasks) {
+			t.Errorf("cancel after %d: every task succeeded", cancelAfter)
+		}
+		if n := maxConcurrent(rep); n > 3 {
+			t.Errorf("cancel after %d: %d tasks of 100 MiB ran at once under a budget of 350 MiB", cancelAfter, n)
+		}
+		if rep.Memory.Waiting != 0 || rep.Memory.Jobs != 0 {
+			t.Errorf("cancel after %d: %d waiting, %d watched at the end", cancelAfter, rep.Memory.Waiting, rep.Memory.Jobs)
+		}
+		rep.Close()
+		requireNoChildren(t)
+	}
+}
