@@ -3,6 +3,8 @@ package buildrun
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -136,6 +138,7 @@ type memWaiter struct {
 // attempt is one run of a task's process under the gate.
 type attempt struct {
 	id     int64
+	task   string // its task's ID
 	kind   compile.Kind
 	need   int64
 	prior  bool        // need is the run's prior for its kind, taken again at admission
@@ -144,7 +147,7 @@ type attempt struct {
 	peak   atomic.Int64
 
 	mu     sync.Mutex
-	task   *supervise.Task // nil until forked
+	st     *supervise.Task // nil until forked
 	frozen bool            // the Governor wants it frozen
 }
 
@@ -259,7 +262,7 @@ func (m *memGate) try() {
 func (m *memGate) started(a *attempt) func(*supervise.Task) {
 	return func(st *supervise.Task) {
 		a.mu.Lock()
-		a.task = st
+		a.st = st
 		frozen := a.frozen
 		a.mu.Unlock()
 		m.gov.SetPid(a.id, st.Pid())
@@ -273,7 +276,7 @@ func (m *memGate) started(a *attempt) func(*supervise.Task) {
 // controller is on there, else its process tree's resident pages.
 func (a *attempt) usage() int64 {
 	a.mu.Lock()
-	st := a.task
+	st := a.st
 	a.mu.Unlock()
 	if st == nil {
 		return 0
@@ -294,7 +297,7 @@ func (a *attempt) usage() int64 {
 func (a *attempt) freeze(stop bool) error {
 	a.mu.Lock()
 	a.frozen = stop
-	st := a.task
+	st := a.st
 	a.mu.Unlock()
 	if st == nil {
 		return nil
@@ -341,7 +344,40 @@ func (m *memGate) event(id int64, froze bool, why string) {
 	if froze {
 		name = "freeze"
 	}
-	m.trace.Instant(name, time.Now(), map[string]any{"job": id, "why": why})
+	m.mu.Lock()
+	var task string
+	if a := m.running[id]; a != nil {
+		task = a.task
+	}
+	m.mu.Unlock()
+	m.trace.Instant(name, time.Now(), map[string]any{"task": task, "why": why})
+}
+
+// traceMemory draws the run's memory in the trace, a counter "memory"
+// (MiB in use and available, frozen tasks, pressure), every interval
+// while it changes, until ctx is done.
+func (m *memGate) traceMemory(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last map[string]float64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s := m.stats()
+		v := map[string]float64{
+			"in_use_mib":    float64(s.Used >> 20),
+			"available_mib": float64(s.Sample.Available >> 20),
+			"frozen":        float64(s.Frozen),
+			"pressure_some": math.Round(s.Some),
+		}
+		if !maps.Equal(v, last) {
+			m.trace.Counter("memory", time.Now(), v)
+			last = v
+		}
+	}
 }
 
 // stats returns the Governor's view and the gate's counters.
@@ -356,7 +392,7 @@ func (m *memGate) stats() MemoryStats {
 // are handed out, and returns what runs it (runLocal).
 func (b *build) queueLocal(t *buildgraph.Task, cmd proc.Command) (kind compile.Kind, w *memWaiter) {
 	kind = compile.Classify(cmd.Args)
-	a := &attempt{kind: kind}
+	a := &attempt{task: t.ID, kind: kind}
 	a.need, a.prior = b.mem.need(t, kind)
 	return kind, b.mem.enqueue(a, false)
 }
@@ -388,7 +424,7 @@ func (b *build) runLocal(ctx context.Context, t *buildgraph.Task, cmd proc.Comma
 			b.opts.Trace.Instant("oom retry", time.Now(), map[string]any{"task": t.ID, "peak_mib": peak >> 20, "run": runs + 1})
 		}
 		res.Close()
-		next := &attempt{kind: kind, need: retryNeed(a.need, peak), alone: runs == maxOOMRetries}
+		next := &attempt{task: t.ID, kind: kind, need: retryNeed(a.need, peak), alone: runs == maxOOMRetries}
 		w = m.enqueue(next, true)
 	}
 }

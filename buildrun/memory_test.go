@@ -1,6 +1,7 @@
 package buildrun
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -114,8 +115,10 @@ func TestMemoryBudgetSerializes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var handed []string
+	trace := buildgraph.NewTraceWriter(time.Now(), "memory test")
 	rep, err := Run(context.Background(), newRuntime(t), g, opts(Options{
 		Slots:   4,
+		Trace:   trace,
 		Started: func(t *buildgraph.Task) { handed = append(handed, t.ID) },
 		Memory:  &MemoryOptions{Source: src, Thresholds: memory.Thresholds{Budget: 1 << 30}},
 	}))
@@ -155,6 +158,13 @@ func TestMemoryBudgetSerializes(t *testing.T) {
 	}
 	if handed = slices.DeleteFunc(handed, func(id string) bool { return !isBig(id) }); !slices.Equal(started, handed) {
 		t.Errorf("bigs started %v, handed out %v", started, handed)
+	}
+	var tb bytes.Buffer
+	if _, err := trace.WriteTo(&tb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tb.String(), `"name":"memory","ph":"C"`) || !strings.Contains(tb.String(), `"in_use_mib"`) {
+		t.Errorf("the trace has no memory counter:\n%s", tb.String())
 	}
 	requireNoChildren(t)
 }

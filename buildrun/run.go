@@ -235,7 +235,13 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 		gctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); mem.gov.Run(gctx) }()
-		stopGov = func() { cancel(); <-done }
+		traced := make(chan struct{})
+		if opts.Trace != nil {
+			go func() { defer close(traced); mem.traceMemory(gctx, 100*time.Millisecond) }()
+		} else {
+			close(traced)
+		}
+		stopGov = func() { cancel(); <-done; <-traced }
 	}
 	b := &build{
 		opts:    opts,

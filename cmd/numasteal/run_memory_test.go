@@ -245,7 +245,8 @@ func TestRunMemoryOOMRetry(t *testing.T) {
 			t.Fatal(err)
 		}
 		kills := g.OOMKills()
-		r = numastealInGroup(t, g, dir, "-j", "2", "--history", hist, graph)
+		trace := filepath.Join(dir, "trace.json")
+		r = numastealInGroup(t, g, dir, "-j", "2", "--history", hist, "--trace", trace, graph)
 		kills = g.OOMKills() - kills
 		freezes, _, retries := memoryLine(t, r.stdout)
 		t.Logf("try %d: %.2fs, exit %d, %d OOM kills, %d freezes, %d OOM retries\n%s%s", try, r.wall.Seconds(), r.code, kills, freezes, retries, r.stdout, r.stderr)
@@ -259,6 +260,16 @@ func TestRunMemoryOOMRetry(t *testing.T) {
 		}
 		if int64(retries) != kills {
 			t.Fatalf("%d OOM kills, %d OOM retries: want a retry per kill", kills, retries)
+		}
+		tb, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(tb), `"name":"oom retry"`); got != retries {
+			t.Errorf("%d oom retry events in the trace, want %d", got, retries)
+		}
+		if got := strings.Count(string(tb), `"name":"freeze"`); got != freezes {
+			t.Errorf("%d freeze events in the trace, want %d", got, freezes)
 		}
 		if kills > 0 {
 			return
