@@ -128,9 +128,8 @@ func (g *Governor) Admit(need int64, running int) bool {
 // base (Ended.OOMKills): the last sample's may be older than kills that
 // have nothing to do with the job, or missing before the first sample.
 func (g *Governor) Add(id int64, spec JobSpec) {
-	s, err := g.src.Sample()
+	base, err := g.src.OOMKills()
 	g.mu.Lock()
-	base := s.OOMKills
 	if err != nil {
 		base = g.sample.OOMKills
 	}
@@ -192,8 +191,8 @@ func (g *Governor) Remove(id int64) Ended {
 // process since the count base (Ended.OOMKills), reading the counters
 // afresh.
 func (g *Governor) OOMKilledSince(base int64) bool {
-	s, err := g.src.Sample()
-	return err == nil && s.OOMKills > base
+	n, err := g.src.OOMKills()
+	return err == nil && n > base
 }
 
 // Stats returns the counters and the last view.

@@ -140,19 +140,27 @@ func (s *Source) Sample() (Sample, error) {
 		}
 		out.Pressure, out.HasPressure = p, true
 	}
-	n, ok, err := s.groupOOMKills()
-	if err != nil {
+	if out.OOMKills, err = s.OOMKills(); err != nil {
 		return out, err
 	}
-	if !ok {
-		if b, err := s.read("proc/vmstat"); err == nil {
-			if n, _, err = parseKeyed(b, "oom_kill", 0); err != nil {
-				return out, &FileError{Path: s.abs("proc/vmstat"), Err: err}
-			}
-		}
-	}
-	out.OOMKills = n
 	return out, nil
+}
+
+// OOMKills reads the OOM-kill count alone (Sample.OOMKills), a cheaper
+// read than a Sample.
+func (s *Source) OOMKills() (int64, error) {
+	n, ok, err := s.groupOOMKills()
+	if err != nil || ok {
+		return n, err
+	}
+	b, err := s.read("proc/vmstat")
+	if err != nil {
+		return 0, nil // no counter on this kernel
+	}
+	if n, _, err = parseKeyed(b, "oom_kill", 0); err != nil {
+		return 0, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+	}
+	return n, nil
 }
 
 // groupOOMKills reads the OOM-kill count of the process's own cgroup;
