@@ -4,12 +4,15 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,19 +145,22 @@ func TestRunMemoryLimitedBuild(t *testing.T) {
 }
 
 // Another program takes memory in the middle of a build: numasteal admits
-// fewer compiles while it holds it, and nothing is OOM-killed; the
-// program gets its memory too.
+// one compile at a time once the program holds about 120 MiB (two of 250
+// MiB no longer fit beside it), or freezes one, nothing is OOM-killed, and
+// the program gets its memory too.
 func TestRunMemoryAnotherProgram(t *testing.T) {
 	g := memtest.NewGroup(t, 700<<20)
-	mib := make([]int, 10)
+	mib := make([]int, 16)
 	for i := range mib {
 		mib[i] = 250
 	}
 	p := newMemProject(t, mib, 500)
 	hogSrc := writeFile(t, p.dir, "hog.c", "/* memhog mem=250 ms=8000 */\n")
+	trace := filepath.Join(p.dir, "trace.json")
 	done := make(chan ranInGroup, 1)
+	start := time.Now()
 	go func() {
-		done <- numastealInGroup(t, g, p.src, "-j", "2", "--history", "", p.cmds)
+		done <- numastealInGroup(t, g, p.src, "-j", "2", "--history", "", "--trace", trace, p.cmds)
 	}()
 	// The other program starts once the build is under way.
 	first := filepath.Join(p.src, p.objs[0])
@@ -168,10 +174,15 @@ func TestRunMemoryAnotherProgram(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// It holds 120 MiB 1.9 s after its start (250 MiB over 4 s), and two
+	// compiles admitted just before end 1.5 s later at the latest, on a
+	// busy machine. The trace counts from numasteal's start, after ours,
+	// so this bound is late enough in its time.
+	held := time.Since(start) + 3400*time.Millisecond
 	hog := runInGroup(t, g, p.dir, exec.Command(p.memhog, hogSrc, "-o", filepath.Join(p.dir, "hog.o")))
 	r := <-done
 	t.Logf("build %.2fs, exit %d, other program exit %d, OOM kills %d\n%s", r.wall.Seconds(), r.code, hog.code, g.OOMKills(), r.stdout)
-	if r.code != exitOK || !strings.Contains(r.stdout, "10 tasks: 10 succeeded") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "16 tasks: 16 succeeded") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if hog.code != 0 {
@@ -183,6 +194,51 @@ func TestRunMemoryAnotherProgram(t *testing.T) {
 	if n := p.missing(); n != 0 {
 		t.Errorf("%d objects missing", n)
 	}
+	n := concurrentAfter(t, trace, held)
+	freezes, _, _ := memoryLine(t, r.stdout)
+	t.Logf("at most %d compiles at once from %v (trace time) on, %d freezes", n, held, freezes)
+	// Two at once only when one of them was frozen (memory ran short all
+	// the same, as the program grew while they ran).
+	if n > 1 && freezes == 0 {
+		tb, _ := os.ReadFile(trace)
+		t.Logf("trace:\n%s", tb)
+		t.Errorf("%d compiles of 250 MiB ran at once beside the program's 200 MiB and more, in 700 MiB", n)
+	}
+}
+
+// concurrentAfter returns the most task spans of the trace at path that
+// overlap at one moment at or after from (trace time).
+func concurrentAfter(t *testing.T, path string, from time.Duration) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		TraceEvents []struct {
+			Ph  string  `json:"ph"`
+			Ts  float64 `json:"ts"`
+			Dur float64 `json:"dur"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	w := float64(from.Microseconds())
+	type edge struct{ at, delta float64 }
+	var es []edge
+	for _, ev := range f.TraceEvents {
+		if ev.Ph == "X" && ev.Ts+ev.Dur > w {
+			es = append(es, edge{max(ev.Ts, w), 1}, edge{ev.Ts + ev.Dur, -1})
+		}
+	}
+	slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	n, most := 0, 0
+	for _, e := range es {
+		n += int(e.delta)
+		most = max(most, n)
+	}
+	return most
 }
 
 // A compile bigger than the group's whole limit runs once, alone, and
@@ -296,12 +352,15 @@ func TestRunMemoryUserKillNotRetried(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		done := make(chan ranInGroup, 1)
 		go func() { done <- numastealInGroup(t, g, p.src, "--history", "", p.cmds) }()
+		// The compile is the one process running this test's memhog (on
+		// cgroup v2 it is in a task cgroup below the group).
 		var pid int
 		deadline := time.Now().Add(2 * time.Minute)
 		for pid == 0 {
-			for _, q := range g.Pids() {
-				if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", q)); exe == p.memhog {
-					pid = q
+			ents, _ := os.ReadDir("/proc")
+			for _, e := range ents {
+				if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe == p.memhog {
+					pid, _ = strconv.Atoi(e.Name())
 				}
 			}
 			if time.Now().After(deadline) {
