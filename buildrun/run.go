@@ -439,14 +439,12 @@ func (b *build) finish(t *buildgraph.Task, res *proc.Result, peak int64) {
 		b.doneWall += res.Wall
 		b.doneTasks++
 	}
-	b.mu.Unlock()
 
-	b.sched.Complete(t, o)
-
-	// Report, then release the output in the same critical section, so
-	// that it is gone before the next task's report.
-	b.mu.Lock()
+	// Complete, report, then release the output in one critical section:
+	// a dependent that Complete makes ready is Started only after this
+	// report, and the output is gone before the next task's report.
 	defer b.mu.Unlock()
+	b.sched.Complete(t, o)
 	if b.opts.Progress != nil {
 		tr := TaskResult{Result: b.sched.Result(t), Proc: res}
 		b.opts.Progress(b.statusLocked(&tr))
