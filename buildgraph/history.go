@@ -44,11 +44,12 @@ const (
 // with R the number of runs it has seen (see Retain), then one object per
 // task,
 //
-//	{"id":"a.o","hash":"5c3f0e5f2b0a9d41","ms":[812,790,805],"seen":12}
+//	{"id":"a.o","hash":"5c3f0e5f2b0a9d41","ms":[812,790,805],"mb":212,"seen":12}
 //
 // with the task's ID, its [Task.CommandHash], up to HistoryRuns durations
-// in milliseconds, oldest first, and the last run in which the entry
-// matched a task. Blank lines are skipped. A file of version 1 (header
+// in milliseconds, oldest first, the peak memory of its last successful
+// run in MiB (RecordPeak; no "mb" when none was recorded), and the last
+// run in which the entry matched a task. Blank lines are skipped. A file of version 1 (header
 // {"numasteal_history":1}, no "seen") reads as one of 0 runs.
 type History struct {
 	key     []byte // keys the command hashes (history_key.go); read-only
@@ -65,6 +66,9 @@ type histEntry struct {
 	ID   string  `json:"id"`
 	Hash string  `json:"hash"`
 	MS   []int64 `json:"ms"`
+	// MB is the peak memory of the last run whose peak was recorded, in
+	// MiB rounded up; 0: none.
+	MB int64 `json:"mb,omitempty"`
 	// Seen is the last run (History.runs at its end) in which the entry
 	// matched a task; 0 in a file of version 1.
 	Seen int64 `json:"seen,omitempty"`
@@ -266,6 +270,9 @@ func (h *History) readEntry(text []byte, bad func(string, ...any) error) error {
 	if len(e.MS) == 0 || len(e.MS) > HistoryRuns || slices.Min(e.MS) < 0 {
 		return bad(`"ms" must hold 1 to %d durations, none negative`, HistoryRuns)
 	}
+	if e.MB < 0 {
+		return bad(`"mb" must not be negative`)
+	}
 	if e.Seen < 0 || e.Seen > h.runs {
 		return bad(`"seen" must be 0 to the header's runs (%d)`, h.runs)
 	}
@@ -305,14 +312,8 @@ func (h *History) lookupLocked(id, hash string) *histEntry {
 // same ID with another command (a flag changed). ok is false when nothing
 // matches.
 func (h *History) Estimate(t *Task) (d time.Duration, ok bool) {
-	if h == nil {
-		return 0, false
-	}
-	hash := h.hash(t)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.lookupLocked(t.ID, hash)
-	if e == nil {
+	e, ok := h.find(t)
+	if !ok {
 		return 0, false
 	}
 	var sum int64
@@ -320,6 +321,22 @@ func (h *History) Estimate(t *Task) (d time.Duration, ok bool) {
 		sum += ms
 	}
 	return time.Duration(sum/int64(len(e.MS))) * time.Millisecond, true
+}
+
+// find returns a copy of the entry t's estimates read.
+func (h *History) find(t *Task) (e histEntry, ok bool) {
+	if h == nil {
+		return e, false
+	}
+	hash := h.hash(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.lookupLocked(t.ID, hash); p != nil {
+		// Record replaces MS rather than changing its elements in place
+		// beyond its length, so the copy's slice stays as it was.
+		return *p, true
+	}
+	return e, false
 }
 
 // Record adds a run of t that took d (rounded to milliseconds), dropping
@@ -339,6 +356,31 @@ func (h *History) Record(t *Task, d time.Duration) {
 		e.MS = slices.Clone(e.MS[n-HistoryRuns:])
 	}
 	h.put(e)
+}
+
+// RecordPeak sets the peak memory of t's last run, in bytes, kept in MiB
+// rounded up. Call it after Record of the same run: a task with no
+// recorded duration gets no peak.
+func (h *History) RecordPeak(t *Task, peak int64) {
+	if h == nil || peak <= 0 {
+		return
+	}
+	hash := h.hash(t)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.entries[histKey{t.ID, hash}]; e != nil {
+		e.MB = (peak + 1<<20 - 1) >> 20
+	}
+}
+
+// Peak returns the peak memory of t's last recorded run, in bytes, from
+// the entry Estimate reads; ok is false when there is none.
+func (h *History) Peak(t *Task) (peak int64, ok bool) {
+	e, ok := h.find(t)
+	if !ok || e.MB == 0 {
+		return 0, false
+	}
+	return e.MB << 20, true
 }
 
 // Len returns the number of entries.

@@ -34,7 +34,8 @@ func parseHistoryHeader(line []byte) (runs int64, ok bool) {
 }
 
 // appendHistEntry appends e's line, newline included:
-// {"id":"a.o","hash":"…","ms":[1,2],"seen":3} (no "seen" when 0).
+// {"id":"a.o","hash":"…","ms":[1,2],"mb":5,"seen":3} (no "mb" or "seen"
+// when 0).
 func appendHistEntry(b []byte, e *histEntry) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, e.ID)
@@ -48,6 +49,10 @@ func appendHistEntry(b []byte, e *histEntry) []byte {
 		b = strconv.AppendInt(b, ms, 10)
 	}
 	b = append(b, ']')
+	if e.MB != 0 {
+		b = append(b, `,"mb":`...)
+		b = strconv.AppendInt(b, e.MB, 10)
+	}
 	if e.Seen != 0 {
 		b = append(b, `,"seen":`...)
 		b = strconv.AppendInt(b, e.Seen, 10)
@@ -109,6 +114,11 @@ func parseHistEntry(line []byte, e *histEntry) bool {
 			break
 		}
 		if !p.lit(",") {
+			return false
+		}
+	}
+	if p.lit(`,"mb":`) {
+		if e.MB, ok = p.int(); !ok {
 			return false
 		}
 	}

@@ -26,7 +26,9 @@ func TestHistoryRoundTrip(t *testing.T) {
 	for _, ms := range []int{100, 200, 300, 400, 500, 600, 700} {
 		h.Record(a, time.Duration(ms)*time.Millisecond)
 	}
-	h.Record(b, 1500*time.Microsecond) // rounds to 2 ms
+	h.Record(b, 1500*time.Microsecond)                         // rounds to 2 ms
+	h.RecordPeak(a, 300<<20+1)                                 // rounds up to 301 MiB
+	h.RecordPeak(&Task{ID: "c.o", Cmd: []string{"cc"}}, 1<<20) // no duration: no entry
 	if err := h.Save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"numasteal_history":2,"runs":0}
-{"id":"a.o","hash":"` + h.hash(a) + `","ms":[300,400,500,600,700]}
+{"id":"a.o","hash":"` + h.hash(a) + `","ms":[300,400,500,600,700],"mb":301}
 {"id":"b.o","hash":"` + h.hash(b) + `","ms":[2]}
 `
 	if string(data) != want {
@@ -51,6 +53,12 @@ func TestHistoryRoundTrip(t *testing.T) {
 	}
 	if d, ok := h2.Estimate(b); !ok || d != 2*time.Millisecond {
 		t.Errorf("Estimate(b) = %v, %v; want 2ms", d, ok)
+	}
+	if p, ok := h2.Peak(a); !ok || p != 301<<20 {
+		t.Errorf("Peak(a) = %d, %v; want 301 MiB", p, ok)
+	}
+	if p, ok := h2.Peak(b); ok {
+		t.Errorf("Peak(b) = %d, true; want none", p)
 	}
 	if h2.Len() != 2 {
 		t.Errorf("Len = %d", h2.Len())
@@ -192,6 +200,7 @@ func TestHistoryLineForms(t *testing.T) {
 	for _, e := range []histEntry{
 		{ID: "a.o", Hash: "5c3f0e5f2b0a9d41", MS: []int64{1}},
 		{ID: "line 12", Hash: "x", MS: []int64{0, 1, 2, 3, 999999999999}, Seen: 7},
+		{ID: "big.o", Hash: "x", MS: []int64{5}, MB: 2048, Seen: 2},
 		{ID: `q"uote\back`, Hash: "h", MS: []int64{3}, Seen: 1},
 		{ID: "tab\tnew\nline é <&>", Hash: "h", MS: []int64{4}},
 	} {
@@ -213,6 +222,7 @@ func TestHistoryLineForms(t *testing.T) {
 		`{"hash":"h","id":"a","ms":[1]}`, `{"id":"a","hash":"h","ms":[01]}`, `{"id":"a","hash":"h","ms":[-1]}`,
 		`{"id":"a", "hash":"h","ms":[1]}`, `{"id":"a","hash":"h","ms":[1]} {}`, `{"id":"a","hash":"h","ms":[1,2,3,4,5,6]}`,
 		`{"id":"a","hash":"h","ms":[]}`, `{"id":"a","hash":"h","ms":[1],"seen":1,"x":2}`, `{"id":"\u0061","hash":"h","ms":[1]}`,
+		`{"id":"a","hash":"h","ms":[1],"seen":1,"mb":2}`, `{"id":"a","hash":"h","ms":[1],"mb":-2}`,
 	} {
 		var e histEntry
 		if parseHistEntry([]byte(line), &e) {

@@ -17,7 +17,9 @@ import (
 // (ui.perfetto.dev) and chrome://tracing open. Each task is a complete
 // event ("ph":"X") on the track of the CPU it ran on, with its command in
 // the args; tracks are named by metadata events ("ph":"M", thread_name).
-// Counters ("ph":"C") draw a value over time, such as the running tasks.
+// Counters ("ph":"C") draw a value over time, such as the running tasks;
+// instant events ("ph":"i", global scope) mark a moment, such as a task
+// frozen for memory.
 //
 // Track numbers are trace thread ids: CPU n is track n, named "CPU n"; a
 // host of a compile farm gets a track after all CPUs (HostTrack).
@@ -44,6 +46,7 @@ type traceEvent struct {
 	Name string         `json:"name"`
 	Cat  string         `json:"cat,omitempty"`
 	Ph   string         `json:"ph"`
+	S    string         `json:"s,omitempty"`   // scope, for "i"
 	Ts   float64        `json:"ts"`            // µs since origin
 	Dur  *float64       `json:"dur,omitempty"` // µs, for "X"
 	Pid  int            `json:"pid"`
@@ -104,9 +107,9 @@ func (w *TraceWriter) TaskSpan(track int, r Result, extra map[string]any) {
 	w.Span(track, r.Task.ID, r.Start, r.End, args)
 }
 
-// Instant records an instant event ("ph":"i", a marker) named name on
-// track at time at: a job frozen or thawed, a job run again.
-func (w *TraceWriter) Instant(track int, name string, at time.Time, args map[string]any) {
+// InstantOn records an instant event ("ph":"i", a marker) named name on
+// track at time at: a job frozen or thawed on its CPU's track.
+func (w *TraceWriter) InstantOn(track int, name string, at time.Time, args map[string]any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.useTrack(track)
@@ -122,6 +125,14 @@ func (w *TraceWriter) Counter(name string, at time.Time, values map[string]float
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.events = append(w.events, traceEvent{Name: name, Ph: "C", Ts: w.micros(at), Pid: tracePid, Args: args})
+}
+
+// Instant records an instant event named name at time at, across the
+// whole trace, with args (may be nil; kept, not copied).
+func (w *TraceWriter) Instant(name string, at time.Time, args map[string]any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events = append(w.events, traceEvent{Name: name, Ph: "i", S: "g", Ts: w.micros(at), Pid: tracePid, Args: args})
 }
 
 // useTrack names a CPU track on first use. w.mu must be held.

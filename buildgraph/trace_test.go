@@ -14,6 +14,7 @@ type traceFile struct {
 		Name string         `json:"name"`
 		Cat  string         `json:"cat"`
 		Ph   string         `json:"ph"`
+		S    string         `json:"s"`
 		Ts   float64        `json:"ts"`
 		Dur  *float64       `json:"dur"`
 		Pid  int            `json:"pid"`
@@ -36,6 +37,7 @@ func TestTraceWriter(t *testing.T) {
 	}
 	w.Span(farm, "remote.o", t0.Add(time.Millisecond), t0.Add(3*time.Millisecond), map[string]any{"cmd": "cc -c r.c"})
 	w.Counter("running", t0.Add(time.Millisecond), map[string]float64{"tasks": 2})
+	w.Instant("freeze", t0.Add(2*time.Millisecond), map[string]any{"job": 4})
 
 	var buf bytes.Buffer
 	n, err := w.WriteTo(&buf)
@@ -81,6 +83,10 @@ func TestTraceWriter(t *testing.T) {
 		case "C":
 			if ev.Name != "running" || ev.Args["tasks"] != float64(2) || ev.Ts != 1000 {
 				t.Errorf("counter = %+v", ev)
+			}
+		case "i":
+			if ev.Name != "freeze" || ev.S != "g" || ev.Ts != 2000 || ev.Args["job"] != float64(4) {
+				t.Errorf("instant = %+v", ev)
 			}
 		default:
 			t.Errorf("unexpected phase %q", ev.Ph)

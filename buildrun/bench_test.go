@@ -7,13 +7,16 @@ import (
 	"testing"
 
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/memory"
 	"github.com/numasteal/numasteal/runtime"
 )
 
 // BenchmarkRunGraph runs a graph of 64 /bin/true tasks (a fan-out of 63
 // and a final task that depends on all, like compiles and a link) per op,
-// with one slot per worker and with unlimited admission. Compare ns/task
-// with runtime's BenchmarkProcessTrue to see what the scheduling adds.
+// with one slot per worker and with unlimited admission, without and with
+// the memory governor (mem=on: what admission by memory and watching each
+// task add). Compare ns/task with runtime's BenchmarkProcessTrue to see
+// what the scheduling adds.
 func BenchmarkRunGraph(b *testing.B) {
 	rt, err := runtime.New(runtime.Config{})
 	if err != nil {
@@ -28,11 +31,22 @@ func BenchmarkRunGraph(b *testing.B) {
 		link.Deps = append(link.Deps, id)
 	}
 	g.Tasks = append(g.Tasks, link)
-	for _, slots := range []int{rt.Workers(), 0} {
-		b.Run("slots="+strconv.Itoa(slots), func(b *testing.B) {
+	src, err := memory.Open("/", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		slots int
+		mem   *MemoryOptions
+	}{{rt.Workers(), nil}, {0, nil}, {rt.Workers(), &MemoryOptions{Source: src}}, {0, &MemoryOptions{Source: src}}} {
+		name := "slots=" + strconv.Itoa(c.slots)
+		if c.mem != nil {
+			name += "/mem=on"
+		}
+		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				rep, err := Run(context.Background(), rt, g, Options{Slots: slots})
+				rep, err := Run(context.Background(), rt, g, Options{Slots: c.slots, Memory: c.mem})
 				if err != nil || !rep.OK() {
 					b.Fatalf("err %v counts %v", err, rep.Counts)
 				}

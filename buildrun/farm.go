@@ -173,7 +173,7 @@ func (x *farmExec) try(ctx context.Context, b *build, t *buildgraph.Task, cmd pr
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		b.finish(t, x.run(ctx, b, t, c, cmd, lease, pp, pre))
+		b.finish(t, x.run(ctx, b, t, c, cmd, lease, pp, pre), 0)
 		b.launchNext(ctx, wg)
 	}()
 	return true

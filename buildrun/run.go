@@ -55,7 +55,7 @@ type Options struct {
 	// Started, when not nil, is called with each task as it is passed to
 	// the process runner (or the farm), in that order; never concurrently
 	// with itself or with Progress. Under Slots 0 the runner may still
-	// queue it for a free slot.
+	// queue it for a free slot, and with Memory it may wait for memory.
 	Started func(*buildgraph.Task)
 	// Runner, when not nil, is called with the process runner once Run has
 	// made it, before any task starts, so the caller can watch it (its
@@ -81,6 +81,9 @@ type Options struct {
 	// Progress (or has ended, without Progress), unless the task failed:
 	// a failure's output stays for the Report.
 	KeepOutput bool
+	// Memory, when not nil, admits local tasks by memory and recovers
+	// compiles and links from OOM kills (memory.go).
+	Memory *MemoryOptions
 	// ReleaseSucceeded lets go of a task's process result once the task
 	// has succeeded and been reported (to Progress, or has ended, without
 	// Progress): its TaskResult in the Report has Proc nil. A run then
@@ -100,6 +103,8 @@ type Status struct {
 	ETA time.Duration
 	// Last is the task that just ended, or nil for a periodic report.
 	Last *TaskResult
+	// Memory is the run's memory now; nil without Options.Memory.
+	Memory *MemoryStats
 }
 
 // TaskResult is one task's fate.
@@ -126,6 +131,9 @@ type Report struct {
 	User, Sys time.Duration
 	// Slots is the runner's size: how many processes could run at once.
 	Slots int
+	// Memory is the run's memory at its end (the counters: freezes, thaws,
+	// OOM retries); nil without Options.Memory.
+	Memory *MemoryStats
 
 	releaseErrs []error // from releasing outputs during the run
 }
@@ -217,12 +225,31 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	if opts.KeepOutput {
 		opts.ReleaseSucceeded = false
 	}
+	var mem *memGate
+	stopGov := func() {}
+	if opts.Memory != nil {
+		mem = newMemGate(opts.Memory, opts.History, opts.Trace)
+		if opts.Memory.Watch != nil {
+			opts.Memory.Watch(mem.stats)
+		}
+		gctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); mem.gov.Run(gctx) }()
+		traced := make(chan struct{})
+		if opts.Trace != nil {
+			go func() { defer close(traced); mem.traceMemory(gctx, 100*time.Millisecond) }()
+		} else {
+			close(traced)
+		}
+		stopGov = func() { cancel(); <-done; <-traced }
+	}
 	b := &build{
 		opts:    opts,
 		sched:   sched,
 		runner:  runner,
 		start:   time.Now(),
 		farm:    fx,
+		mem:     mem,
 		environ: environ,
 	}
 	if opts.ReleaseSucceeded {
@@ -251,6 +278,11 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	runner.Close()
 	fx.close()
 	stopTicker()
+	stopGov()
+	if mem != nil {
+		st := mem.stats()
+		b.report.Memory = &st
+	}
 
 	b.report.Elapsed = time.Since(b.start)
 	// Task by task rather than through sched.Results, so that the
@@ -286,6 +318,7 @@ type build struct {
 	runner  *proc.Runner
 	start   time.Time
 	farm    *farmExec // nil without a farm
+	mem     *memGate  // nil without Options.Memory
 	environ []string
 	// window bounds the tasks passed to the runner and not yet finished;
 	// 0 means no bound (the scheduler's slots bound them).
@@ -329,11 +362,23 @@ func (b *build) launch(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGro
 	if b.farm != nil && b.farm.try(ctx, b, t, cmd, wg) {
 		return
 	}
-	p := b.runner.Start(ctx, cmd)
+	if b.mem == nil {
+		p := b.runner.Start(ctx, cmd)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := p.Wait()
+			b.finish(t, res, res.MaxRSS)
+			b.launchNext(ctx, wg)
+		}()
+		return
+	}
+	kind, w := b.queueLocal(t, cmd)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		b.finish(t, p.Wait())
+		res, peak := b.runLocal(ctx, t, cmd, kind, w)
+		b.finish(t, res, peak)
 		b.launchNext(ctx, wg)
 	}()
 }
@@ -358,14 +403,16 @@ func (b *build) launchNext(ctx context.Context, wg *sync.WaitGroup) {
 	b.launch(ctx, t, wg)
 }
 
-// finish records a task's process result and reports it to the scheduler.
-func (b *build) finish(t *buildgraph.Task, res *proc.Result) {
+// finish records a task's process result, and the most it held in
+// bytes when known (else 0), and reports it to the scheduler.
+func (b *build) finish(t *buildgraph.Task, res *proc.Result, peak int64) {
 	var o buildgraph.Outcome
 	switch res.Outcome {
 	case proc.Succeeded:
 		o = buildgraph.Succeeded
 		if b.opts.History != nil {
 			b.opts.History.Record(t, res.Wall)
+			b.opts.History.RecordPeak(t, peak)
 		}
 	case proc.Canceled:
 		o = buildgraph.Canceled
@@ -392,14 +439,12 @@ func (b *build) finish(t *buildgraph.Task, res *proc.Result) {
 		b.doneWall += res.Wall
 		b.doneTasks++
 	}
-	b.mu.Unlock()
 
-	b.sched.Complete(t, o)
-
-	// Report, then release the output in the same critical section, so
-	// that it is gone before the next task's report.
-	b.mu.Lock()
+	// Complete, report, then release the output in one critical section:
+	// a dependent that Complete makes ready is Started only after this
+	// report, and the output is gone before the next task's report.
 	defer b.mu.Unlock()
+	b.sched.Complete(t, o)
 	if b.opts.Progress != nil {
 		tr := TaskResult{Result: b.sched.Result(t), Proc: res}
 		b.opts.Progress(b.statusLocked(&tr))
@@ -441,6 +486,10 @@ func (b *build) tick() (stop func()) {
 func (b *build) statusLocked(last *TaskResult) Status {
 	p := b.sched.Progress()
 	s := Status{Progress: p, Elapsed: time.Since(b.start), ETA: -1, Last: last}
+	if b.mem != nil {
+		st := b.mem.stats()
+		s.Memory = &st
+	}
 	slots := int64(max(b.runner.Slots(), 1))
 	left := max(p.PathLeft, p.WorkLeft/slots) // ms when Timed, else tasks
 	switch {

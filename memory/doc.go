@@ -73,8 +73,10 @@
 // # OOM kills
 //
 // A job that the kernel OOM-kills dies of SIGKILL while the OOM-kill
-// count rises: /proc/vmstat oom_kill for the machine, memory.events (v2)
-// or memory.oom_control (v1) oom_kill for the process's cgroup.
+// count rises: memory.events (v2) or memory.oom_control (v1) oom_kill of
+// the process's cgroup, which counts the kills of its members (and, in
+// v2, of the groups below it), or /proc/vmstat oom_kill, the machine's,
+// when the process is in the root cgroup.
 // Ended.OOMKills and OOMKilledSince tell such a death from a SIGKILL sent
 // by someone, so that the owner runs the job again, alone if it must. A
 // SIGKILL from elsewhere while an unrelated process is OOM-killed passes

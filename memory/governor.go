@@ -70,6 +70,9 @@ type Governor struct {
 	// report: the owner calls Admit under its own lock, which its Event
 	// callback may take, so Admit never calls back.
 	told []moves
+	// pending is the need admitted and not yet added (Admit, then Add):
+	// a plan made between the two takes it from its room too.
+	pending int64
 }
 
 type watched struct {
@@ -132,6 +135,7 @@ func (g *Governor) Admit(need int64, running int) bool {
 	g.mu.Lock()
 	var m moves
 	if running == 0 {
+		g.pending = 0 // nothing of the owner's is admitted and not added
 		// Nothing runs: the job runs alone. The sample is for Ended's
 		// Available; the next question needs a plan that counts the job.
 		g.sampleLocked(time.Now())
@@ -142,6 +146,9 @@ func (g *Governor) Admit(need int64, running int) bool {
 	ok := g.plan.Fits(need, running)
 	if ok {
 		g.plan.Take(need)
+	}
+	if ok {
+		g.pending += need
 	}
 	if m.freeze != nil || m.thaw != nil {
 		g.told = append(g.told, m)
@@ -169,6 +176,7 @@ func (g *Governor) Add(id int64, spec JobSpec) {
 	}
 	g.seq++
 	g.jobs[id] = &watched{seq: g.seq, spec: spec, started: time.Now(), oomBase: base, avail: g.sample.Available}
+	g.pending = max(g.pending-spec.Need, 0)
 	g.mu.Unlock()
 	select {
 	case g.kick <- struct{}{}:
@@ -447,6 +455,7 @@ func (g *Governor) sampleLocked(now time.Time) (plan Plan, fresh bool) {
 	}
 	g.sample, g.sampled = s, now
 	g.plan = g.pol.Plan(now, s, jobs)
+	g.plan.Take(g.pending)
 	return g.plan, true
 }
 

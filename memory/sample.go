@@ -100,9 +100,13 @@ type Sample struct {
 	// machine; HasPressure is false on kernels without PSI.
 	Pressure    Pressure
 	HasPressure bool
-	// OOMKills counts OOM kills so far: the machine's (/proc/vmstat
-	// oom_kill) plus those of the process's own cgroup (v2 memory.events,
-	// v1 memory.oom_control). Only its changes mean anything.
+	// OOMKills counts OOM kills so far: those of processes in the
+	// process's own memory cgroup, and in v2 below it (v2 memory.events,
+	// v1 memory.oom_control, which count a member's kill whichever limit,
+	// the group's or the machine's, ran out) when that cgroup is not its
+	// hierarchy's root; else the machine's (/proc/vmstat oom_kill). Kills
+	// in other cgroups (another build's) do not count. Only its changes
+	// mean anything.
 	OOMKills int64
 }
 
@@ -143,36 +147,50 @@ func (s *Source) Sample() (Sample, error) {
 		}
 		out.Pressure, out.HasPressure = p, true
 	}
-	out.OOMKills, err = s.OOMKills()
-	return out, err
+	if out.OOMKills, err = s.OOMKills(); err != nil {
+		return out, err
+	}
+	return out, nil
 }
 
-// OOMKills reads the OOM-kill counters alone (Sample.OOMKills): the machine's OOM kills plus those of
-// the process's own cgroup.
+// OOMKills reads the OOM-kill count alone (Sample.OOMKills), a cheaper
+// read than a Sample.
 func (s *Source) OOMKills() (int64, error) {
-	var sum int64
-	if b, err := s.read("proc/vmstat"); err == nil {
-		n, _, err := parseKeyed(b, "oom_kill", 0)
-		if err != nil {
-			return sum, &FileError{Path: s.abs("proc/vmstat"), Err: err}
-		}
-		sum += n
+	n, ok, err := s.groupOOMKills()
+	if err != nil || ok {
+		return n, err
 	}
-	if len(s.groups) > 0 {
-		g := s.groups[0]
-		file := "memory.oom_control"
-		if g.V2 {
-			file = "memory.events"
-		}
-		if b, err := s.read(path.Join(g.Dir, file)); err == nil {
-			n, _, err := parseKeyed(b, "oom_kill", 0)
-			if err != nil {
-				return sum, &FileError{Path: s.abs(path.Join(g.Dir, file)), Err: err}
-			}
-			sum += n
-		}
+	b, err := s.read("proc/vmstat")
+	if err != nil {
+		return 0, nil // no counter on this kernel
 	}
-	return sum, nil
+	if n, _, err = parseKeyed(b, "oom_kill", 0); err != nil {
+		return 0, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+	}
+	return n, nil
+}
+
+// groupOOMKills reads the OOM-kill count of the process's own cgroup;
+// ok is false when it is its hierarchy's root (whose count stays 0: the
+// kernel counts kills up to the root's children) or has no such count.
+func (s *Source) groupOOMKills() (n int64, ok bool, err error) {
+	if len(s.groups) < 2 {
+		return 0, false, nil
+	}
+	g := s.groups[0]
+	rel := path.Join(g.Dir, "memory.oom_control")
+	if g.V2 {
+		rel = path.Join(g.Dir, "memory.events")
+	}
+	b, err := s.read(rel)
+	if err != nil {
+		return 0, false, nil
+	}
+	n, ok, err = parseKeyed(b, "oom_kill", 0)
+	if err != nil {
+		return 0, false, &FileError{Path: s.abs(rel), Err: err}
+	}
+	return n, ok, nil
 }
 
 // groupState reads one cgroup's limit (0: none), the file that sets it,

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/buildrun"
 	"github.com/numasteal/numasteal/farm"
 )
 
@@ -123,4 +124,60 @@ func (d hostDescs) collect(ch chan<- prometheus.Metric, h hostSample) {
 	ch <- prometheus.MustNewConstMetric(d.score, prometheus.GaugeValue, h.score, h.host)
 	ch <- prometheus.MustNewConstMetric(d.jobs, prometheus.CounterValue, float64(h.jobs), h.host)
 	ch <- prometheus.MustNewConstMetric(d.failures, prometheus.CounterValue, float64(h.failures), h.host)
+}
+
+// BuildMemoryCollector is a prometheus.Collector of a build's memory
+// governor (buildrun.MemoryStats): the budget, the cgroup limit and the
+// memory available, what the running tasks hold, the memory pressure, the
+// tasks frozen and waiting for memory, and the freezes, thaws and OOM
+// retries so far. stats is called at each scrape and must be safe for
+// concurrent use.
+type BuildMemoryCollector struct {
+	stats                      func() buildrun.MemoryStats
+	budget, limit, avail, used *prometheus.Desc
+	pressure, frozen, waiting  *prometheus.Desc
+	freezes, thaws, oomRetries *prometheus.Desc
+}
+
+// NewBuildMemoryCollector returns a collector of the stats stats returns.
+func NewBuildMemoryCollector(stats func() buildrun.MemoryStats) *BuildMemoryCollector {
+	return &BuildMemoryCollector{
+		stats:      stats,
+		budget:     desc("build_memory_budget_bytes", "The build's memory budget (--mem); 0: none, the limit and the available memory bound it."),
+		limit:      desc("build_memory_limit_bytes", "The tightest memory limit of numasteal's cgroups; 0: none."),
+		avail:      desc("build_memory_available_bytes", "Memory that may still be allocated: the least of MemAvailable and each limited cgroup's headroom."),
+		used:       desc("build_memory_in_use_bytes", "Memory the build's running tasks hold."),
+		pressure:   desc("build_memory_pressure_percent", "Share of the last second in which some task, or every task (full), stalled on memory (PSI).", "kind"),
+		frozen:     desc("build_memory_frozen_tasks", "Running tasks frozen for memory."),
+		waiting:    desc("build_memory_waiting_tasks", "Tasks waiting for memory to start."),
+		freezes:    desc("build_memory_freezes_total", "Freezes of running tasks for memory."),
+		thaws:      desc("build_memory_thaws_total", "Thaws of frozen tasks."),
+		oomRetries: desc("build_memory_oom_retries_total", "Tasks run again after the kernel's OOM killer ended them."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *BuildMemoryCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.budget, c.limit, c.avail, c.used, c.pressure, c.frozen, c.waiting, c.freezes, c.thaws, c.oomRetries} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *BuildMemoryCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	metric := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+	}
+	metric(c.budget, prometheus.GaugeValue, float64(s.Budget))
+	metric(c.limit, prometheus.GaugeValue, float64(s.Sample.Limit))
+	metric(c.avail, prometheus.GaugeValue, float64(s.Sample.Available))
+	metric(c.used, prometheus.GaugeValue, float64(s.Used))
+	metric(c.pressure, prometheus.GaugeValue, s.Some, "some")
+	metric(c.pressure, prometheus.GaugeValue, s.Full, "full")
+	metric(c.frozen, prometheus.GaugeValue, float64(s.Frozen))
+	metric(c.waiting, prometheus.GaugeValue, float64(s.Waiting))
+	metric(c.freezes, prometheus.CounterValue, float64(s.Freezes))
+	metric(c.thaws, prometheus.CounterValue, float64(s.Thaws))
+	metric(c.oomRetries, prometheus.CounterValue, float64(s.OOMRetries))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/buildrun"
 	"github.com/numasteal/numasteal/farm"
 	"github.com/numasteal/numasteal/launch/daemon"
 )
@@ -47,6 +48,37 @@ numasteal_build_tasks{state="waiting"} 3
 	}
 	if n := testutil.CollectAndCount(c, "numasteal_build_tasks_done"); n != int(buildgraph.NumOutcomes)-1 {
 		t.Errorf("%d build_tasks_done series, want one per outcome", n)
+	}
+}
+
+func TestBuildMemoryCollector(t *testing.T) {
+	var s buildrun.MemoryStats
+	s.Budget, s.Sample.Limit, s.Sample.Available, s.Used = 2<<30, 1<<30, 300<<20, 600<<20
+	s.Some, s.Full, s.Frozen, s.Waiting = 12.5, 3, 1, 4
+	s.Freezes, s.Thaws, s.OOMRetries = 2, 1, 1
+	c := NewBuildMemoryCollector(func() buildrun.MemoryStats { return s })
+	lint(t, c)
+	want := `
+# HELP numasteal_build_memory_frozen_tasks Running tasks frozen for memory.
+# TYPE numasteal_build_memory_frozen_tasks gauge
+numasteal_build_memory_frozen_tasks 1
+# HELP numasteal_build_memory_in_use_bytes Memory the build's running tasks hold.
+# TYPE numasteal_build_memory_in_use_bytes gauge
+numasteal_build_memory_in_use_bytes 6.291456e+08
+# HELP numasteal_build_memory_oom_retries_total Tasks run again after the kernel's OOM killer ended them.
+# TYPE numasteal_build_memory_oom_retries_total counter
+numasteal_build_memory_oom_retries_total 1
+# HELP numasteal_build_memory_pressure_percent Share of the last second in which some task, or every task (full), stalled on memory (PSI).
+# TYPE numasteal_build_memory_pressure_percent gauge
+numasteal_build_memory_pressure_percent{kind="full"} 3
+numasteal_build_memory_pressure_percent{kind="some"} 12.5
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "numasteal_build_memory_frozen_tasks", "numasteal_build_memory_in_use_bytes",
+		"numasteal_build_memory_oom_retries_total", "numasteal_build_memory_pressure_percent"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(c); n != 11 {
+		t.Errorf("%d series, want 11", n)
 	}
 }
 

@@ -25,10 +25,12 @@
 //     first instruction: the Supervisor's kept fork thread is narrowed to
 //     the set for the fork (supervise.StartPlaced). The worker then goes
 //     back to other Go tasks.
-//  3. Wait. A plain goroutine, not a worker, waits for the task's end
-//     (supervise.Task.Wait), blocked, burning no CPU; the Supervisor
-//     ends the task when its context is done (the caller's context, its
-//     timeout, Runner.Close, or the runtime closing with runtime.Cancel).
+//  3. Wait. Command.Started, when set, is given the supervised task (to
+//     watch its memory, to stop it). A plain goroutine, not a worker,
+//     waits for the task's end (supervise.Task.Wait), blocked, burning no
+//     CPU; the Supervisor ends the task when its context is done (the
+//     caller's context, its timeout, Runner.Close, or the runtime closing
+//     with runtime.Cancel).
 //  4. Clean-up. Every process of the task is gone and reaped before the
 //     slots are released, Config.Reaped is called, and the result is
 //     delivered.

@@ -68,6 +68,10 @@ type Result struct {
 	// rusage (those of the command and of the children it waited for).
 	Start, End      time.Time
 	Wall, User, Sys time.Duration
+	// MaxRSS is the largest resident set of the command or of a
+	// descendant it waited for (rusage ru_maxrss), in bytes; 0 when it
+	// never started.
+	MaxRSS int64
 	// ExitCode is the exit status, or -1 when the command did not exit
 	// normally (a signal) or never started.
 	ExitCode int
@@ -142,6 +146,9 @@ func (r *Result) fill(c *exec.Cmd, werr error, cause error) {
 	}
 	// ru_utime and ru_stime of the wait4 rusage (ps.SysUsage()).
 	r.User, r.Sys = ps.UserTime(), ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSS = int64(ru.Maxrss) << 10 // KiB on Linux
+	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		r.Signal = ws.Signal()
 	} else {

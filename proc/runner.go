@@ -123,6 +123,12 @@ type Command struct {
 	// Timeout, when positive, kills the command (SIGTERM, then SIGKILL)
 	// once it has run that long; the result then has TimedOut set.
 	Timeout time.Duration
+	// Started, when not nil, is called with the command's supervised task
+	// once it has forked, before the runner waits for it: the caller may
+	// watch its processes (their memory) or stop and continue them
+	// (supervise.Task.Stop) while it runs. It is not called for a command
+	// that never started.
+	Started func(*supervise.Task)
 }
 
 // ErrTimeout is the cause of a process task killed by Command.Timeout.
@@ -374,6 +380,9 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	res.Pid = st.Pid()
 	p.pid.Store(int64(res.Pid))
 	res.Start = start
+	if cmd.Started != nil {
+		cmd.Started(st)
+	}
 	werr := st.Wait() // every process of the task is gone and reaped
 	res.End = time.Now()
 	res.fill(c, werr, st.Cause())

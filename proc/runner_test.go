@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/numasteal/numasteal/runtime"
+	"github.com/numasteal/numasteal/supervise"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -429,6 +430,9 @@ func TestProcessRusage(t *testing.T) {
 	if res.User+res.Sys <= 0 || res.Wall <= 0 {
 		t.Fatalf("user %v sys %v wall %v, want CPU time", res.User, res.Sys, res.Wall)
 	}
+	if res.MaxRSS <= 0 {
+		t.Errorf("MaxRSS %d, want the shell's resident set", res.MaxRSS)
+	}
 }
 
 // Processes holding every slot do not hold the workers: Go tasks still
@@ -698,5 +702,32 @@ func TestProcessPlacementSpreads(t *testing.T) {
 	}
 	if len(cpus) != rt.Workers() {
 		t.Errorf("%d processes ran on CPUs %v, want all different", rt.Workers(), cpus)
+	}
+}
+
+// Command.Started sees the task of a command that forked, while it runs,
+// and is not called for one that could not start.
+func TestProcessStartedHook(t *testing.T) {
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{})
+	var pid int
+	var running bool
+	res := r.Run(context.Background(), Command{Args: sh(`sleep 0.01`), Started: func(st *supervise.Task) {
+		pid = st.Pid()
+		select {
+		case <-st.Done():
+		default:
+			running = true
+		}
+	}})
+	res.Close()
+	if pid != res.Pid || !running || res.Outcome != Succeeded {
+		t.Errorf("Started saw pid %d (running %v), the result %d (%v)", pid, running, res.Pid, res.Outcome)
+	}
+	called := false
+	res = r.Run(context.Background(), Command{Args: []string{"/nonexistent/numasteal-prog"}, Started: func(*supervise.Task) { called = true }})
+	res.Close()
+	if called || res.Outcome != Failed {
+		t.Errorf("Started called %v for a command that could not start (%v)", called, res.Outcome)
 	}
 }

@@ -34,7 +34,8 @@
 //     cutting short a grace already running.
 //   - stopped and continued: Supervisor.StopTasks and ContinueTasks for
 //     the CLI's SIGTSTP and SIGCONT (the terminal stops only its foreground
-//     process group, and every task has a group of its own).
+//     process group, and every task has a group of its own); Task.Stop for
+//     one task (a run's memory governor freezing it).
 //   - the Supervisor closes: Close terminates what still runs.
 //   - the supervising process dies: a panic, os.Exit, an OOM kill, SIGKILL.
 //     Nothing in this process runs any more; see "Parent death".

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -524,6 +525,46 @@ func (s *Supervisor) ContinueTasks() error {
 		s.sweep(t, unix.SIGCONT)
 	}
 	return nil
+}
+
+// Stop stops (true) or continues (false) every process of the task,
+// escaped ones included: it freezes or thaws the task's cgroup
+// (cgroup.freeze), or without one sends SIGSTOP or SIGCONT to the task's
+// group and marked processes, as StopTasks does for all of them. A task
+// that has ended is left alone.
+func (t *Task) Stop(stop bool) error {
+	select {
+	case <-t.done:
+		return nil
+	default:
+	}
+	if t.cg != "" {
+		if err := cgroupFreeze(t.cg, stop); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("supervise: Stop: %w", err)
+		}
+		return nil
+	}
+	sig := unix.SIGCONT
+	if stop {
+		sig = unix.SIGSTOP
+	}
+	t.s.sweep(t, sig)
+	return nil
+}
+
+// MemoryCurrent returns the memory the task's processes hold (its
+// cgroup's memory.current), and false when the task has no cgroup with
+// the memory controller.
+func (t *Task) MemoryCurrent() (int64, bool) {
+	if t.cg == "" {
+		return 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(t.cg, "memory.current"))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
 }
 
 // Close ends every task still running (Terminate: SIGTERM, grace,

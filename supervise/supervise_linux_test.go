@@ -215,77 +215,99 @@ func TestTimeout(t *testing.T) {
 func TestStopContinue(t *testing.T) {
 	modes(t, func(t *testing.T, o Options) {
 		s := newSup(t, o)
-		dir := t.TempDir()
-		task, err := s.Start(context.Background(), sh(dir, `setsid sh -c 'while :; do sleep 0.05; done' & touch "$DIR/ready"; while :; do sleep 0.05; done`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer task.Kill()
-		waitFile(t, filepath.Join(dir, "ready"))
-		prefix := MarkerEnv + "=" + task.ID() + "\x00"
-		eventually(t, "escapee started", func() bool { return len(liveMarked(prefix)) >= 3 })
-		if err := s.StopTasks(); err != nil {
-			t.Fatal(err)
-		}
-		// D as well as T: dash starts commands with vfork, and a parent
-		// whose vfork child was stopped before its exec waits in D (with
-		// its own SIGSTOP pending) until the child is continued.
-		stopped := func(p testProc) bool { return p.state == "T" || p.state == "D" }
-		if c := s.Mechanisms().Cgroup; c != "" {
-			// A frozen process sleeps in the freezer (state S), so the
-			// cgroup's own report is the test, then that nothing runs.
-			eventually(t, "cgroup frozen", func() bool {
-				b, _ := os.ReadFile(filepath.Join(c, "cgroup.events"))
-				return strings.Contains(string(b), "frozen 1")
-			})
-			stopped = func(p testProc) bool { return p.state == "S" || p.state == "D" }
-		}
-		var ps []testProc
-		defer func() {
-			if t.Failed() {
-				t.Logf("marked processes: %+v", ps)
+		checkStopContinue(t, s, func(*Task) string { return s.Mechanisms().Cgroup }, func(_ *Task, stop bool) error {
+			if stop {
+				return s.StopTasks()
 			}
-		}()
-		eventually(t, "every marked process stopped", func() bool {
-			ps = liveMarked(prefix)
-			for _, p := range ps {
-				if !stopped(p) {
-					return false
-				}
-			}
-			return len(ps) >= 2
+			return s.ContinueTasks()
 		})
-		if err := s.ContinueTasks(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "no marked process stopped", func() bool {
-			for _, p := range liveMarked(prefix) {
-				if p.state == "T" {
-					return false
-				}
-			}
-			return true
-		})
-		if c := s.Mechanisms().Cgroup; c != "" {
-			eventually(t, "cgroup thawed", func() bool {
-				b, _ := os.ReadFile(filepath.Join(c, "cgroup.events"))
-				return strings.Contains(string(b), "frozen 0")
-			})
-		}
-		// Running again: the loop makes new sleeps.
-		before := liveMarked(prefix)
-		eventually(t, "a new process after continue", func() bool {
-			for _, p := range liveMarked(prefix) {
-				if !containsPid(before, p.pid) {
-					return true
-				}
-			}
-			return false
-		})
-		task.Terminate()
-		task.Wait()
-		assertNoneLeft(t, task)
 	})
+}
+
+// Task.Stop stops and continues one task whole, its escapee included, as
+// StopTasks does all of them.
+func TestTaskStop(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		s := newSup(t, o)
+		checkStopContinue(t, s, func(task *Task) string { return task.Cgroup() }, (*Task).Stop)
+	})
+}
+
+// checkStopContinue starts a task with an escapee, stops it with stop, sees
+// every process of it stopped (or the cgroup cgroupOf names frozen), continues
+// it and sees it run again.
+func checkStopContinue(t *testing.T, s *Supervisor, cgroupOf func(*Task) string, stop func(*Task, bool) error) {
+	dir := t.TempDir()
+	task, err := s.Start(context.Background(), sh(dir, `setsid sh -c 'while :; do sleep 0.05; done' & touch "$DIR/ready"; while :; do sleep 0.05; done`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Kill()
+	waitFile(t, filepath.Join(dir, "ready"))
+	prefix := MarkerEnv + "=" + task.ID() + "\x00"
+	eventually(t, "escapee started", func() bool { return len(liveMarked(prefix)) >= 3 })
+	if err := stop(task, true); err != nil {
+		t.Fatal(err)
+	}
+	// D as well as T: dash starts commands with vfork, and a parent
+	// whose vfork child was stopped before its exec waits in D (with
+	// its own SIGSTOP pending) until the child is continued.
+	stopped := func(p testProc) bool { return p.state == "T" || p.state == "D" }
+	c := cgroupOf(task)
+	if c != "" {
+		// A frozen process sleeps in the freezer (state S), so the
+		// cgroup's own report is the test, then that nothing runs.
+		eventually(t, "cgroup frozen", func() bool {
+			b, _ := os.ReadFile(filepath.Join(c, "cgroup.events"))
+			return strings.Contains(string(b), "frozen 1")
+		})
+		stopped = func(p testProc) bool { return p.state == "S" || p.state == "D" }
+	}
+	var ps []testProc
+	defer func() {
+		if t.Failed() {
+			t.Logf("marked processes: %+v", ps)
+		}
+	}()
+	eventually(t, "every marked process stopped", func() bool {
+		ps = liveMarked(prefix)
+		for _, p := range ps {
+			if !stopped(p) {
+				return false
+			}
+		}
+		return len(ps) >= 2
+	})
+	if err := stop(task, false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no marked process stopped", func() bool {
+		for _, p := range liveMarked(prefix) {
+			if p.state == "T" {
+				return false
+			}
+		}
+		return true
+	})
+	if c != "" {
+		eventually(t, "cgroup thawed", func() bool {
+			b, _ := os.ReadFile(filepath.Join(c, "cgroup.events"))
+			return strings.Contains(string(b), "frozen 0")
+		})
+	}
+	// Running again: the loop makes new sleeps.
+	before := liveMarked(prefix)
+	eventually(t, "a new process after continue", func() bool {
+		for _, p := range liveMarked(prefix) {
+			if !containsPid(before, p.pid) {
+				return true
+			}
+		}
+		return false
+	})
+	task.Terminate()
+	task.Wait()
+	assertNoneLeft(t, task)
 }
 
 func containsPid(ps []testProc, pid int) bool {

@@ -86,6 +86,12 @@ func (t *Task) Terminate() {}
 // Kill is unsupported here; see the Linux documentation.
 func (t *Task) Kill() {}
 
+// Stop is unsupported here; see the Linux documentation.
+func (t *Task) Stop(stop bool) error { return ErrUnsupported }
+
+// MemoryCurrent is unsupported here; see the Linux documentation.
+func (t *Task) MemoryCurrent() (int64, bool) { return 0, false }
+
 // MaybeWatchdog returns at once: there is no watchdog without Linux.
 func MaybeWatchdog() {}
 

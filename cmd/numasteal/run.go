@@ -75,7 +75,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.pin, "pin", "cpu", "child affinity: cpu (the placed CPU), node (its NUMA node), none")
 	fs.DurationVar(&f.timeout, "timeout", 0, "kill a task that runs longer than this (0: no limit)")
 	fs.DurationVar(&f.grace, "grace", 2*time.Second, "how long an ended task has between SIGTERM and SIGKILL (a second interrupt kills at once)")
-	fs.IntVar(&f.memMB, "mem", 0, "most memory (MB) the running tasks may declare together (0: no limit)")
+	fs.IntVar(&f.memMB, "mem", 0, "most memory (MB) the running tasks may declare together, and the run's memory budget (0: no limit but the cgroups' and the available memory)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress display: auto (a live line on a terminal), lines, none")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics during the run (host:port; :0 picks a port)")
 	f.jobserver.define(fs)
@@ -191,6 +191,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		trace = buildgraph.NewTraceWriter(start, "numasteal run "+fs.Arg(0))
 	}
 	disp := newProgressDisplay(stdout, f.progress, f.quiet, f.verbose) // run_progress.go
+	mem := runMemory(f.memMB, stderr)                                  // run_memory.go
+	ms.watchMemory(mem)
 	rep, err := buildrun.Run(ctx, rt, g, buildrun.Options{
 		Slots:         f.jobs,
 		MemMB:         f.memMB,
@@ -205,6 +207,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Started:       disp.started,
 		Runner:        ms.watch,
 		Farm:          rf.options(),
+		Memory:        mem,
 		// What the end needs of a task that succeeded is its count: its
 		// output is printed when it is reported.
 		ReleaseSucceeded: true,
@@ -226,6 +229,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printFailures(stderr, rep)
 	printSummary(stdout, rep)
+	printMemory(stdout, rep.Memory)
 	rf.printStats(stdout)
 	if hist != nil {
 		hist.Retain(g)

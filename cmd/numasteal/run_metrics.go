@@ -109,6 +109,16 @@ func (m *metricsServer) watchFarm(f *farm.Farm) {
 	}
 }
 
+// watchMemory adds the run's memory governor to the metrics; nil (no
+// --metrics, or no governor) does nothing.
+func (m *metricsServer) watchMemory(o *buildrun.MemoryOptions) {
+	if m != nil && o != nil {
+		o.Watch = func(stats func() buildrun.MemoryStats) {
+			m.reg.MustRegister(metrics.NewBuildMemoryCollector(stats))
+		}
+	}
+}
+
 // close stops serving, letting a scrape under way finish for a moment.
 func (m *metricsServer) close() {
 	if m == nil {

@@ -130,13 +130,14 @@ func taskLine(s buildrun.Status) string {
 	return fmt.Sprintf("%s %v %s", head, tr.Outcome, tr.Task.ID)
 }
 
-// statusLine is "[12/40] 4 running, 1 failed, ETA 0:07, 3.2s".
+// statusLine is "[12/40] 4 running, 1 failed, ETA 0:07, 3.2s", with the
+// memory after the failed count when a governor runs (memoryStatus).
 func statusLine(s buildrun.Status) string {
 	eta := "ETA ?"
 	if s.ETA >= 0 {
 		sec := int(s.ETA.Round(time.Second).Seconds())
 		eta = fmt.Sprintf("ETA %d:%02d", sec/60, sec%60)
 	}
-	return fmt.Sprintf("[%d/%d] %d running, %d failed, %s, %.1fs",
-		s.Finished(), s.Total, s.Running, s.Done[buildgraph.Failed], eta, s.Elapsed.Seconds())
+	return fmt.Sprintf("[%d/%d] %d running, %d failed%s, %s, %.1fs",
+		s.Finished(), s.Total, s.Running, s.Done[buildgraph.Failed], memoryStatus(s.Memory), eta, s.Elapsed.Seconds())
 }

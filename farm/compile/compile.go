@@ -1,6 +1,8 @@
 // Package compile recognises the compiler invocations a compile farm may
 // run (package farm): one source file compiled with -c into one object,
-// by a compiler distcc's hosts have. It is a leaf of the standard library
+// by a compiler distcc's hosts have; and it tells compiles and links
+// from other commands (Classify), which a run may run again after the
+// kernel's OOM killer ended them. It is a leaf of the standard library
 // that does no work at init (its tables are switch statements, not maps
 // or regular expressions), so the launcher (package launch), a static
 // binary started before every compile, links it at no cost.
@@ -263,4 +265,58 @@ func hasOption(args []string, opt string) bool {
 		}
 	}
 	return false
+}
+
+// Kind is what a command is, as far as its memory and its rerun go.
+type Kind uint8
+
+// The kinds of command.
+const (
+	// Other is any command but a compiler's or a linker's.
+	Other Kind = iota
+	// Compile is a compiler with -c, -S or -E: one translation unit.
+	Compile
+	// Link is a compiler driver without them, or a linker itself.
+	Link
+)
+
+// String returns "other", "compile" or "link".
+func (k Kind) String() string {
+	switch k {
+	case Compile:
+		return "compile"
+	case Link:
+		return "link"
+	}
+	return "other"
+}
+
+// Classify returns the kind of argv: Compile or Link when argv[0] is a
+// compiler (IsCompilerName) or a linker (ld, ld.bfd, ld.gold, lld,
+// ld.lld, mold, gold, TARGET-ld), else Other. Both rewrite their output
+// whole, so running one again after it was killed is safe.
+func Classify(argv []string) Kind {
+	if len(argv) == 0 {
+		return Other
+	}
+	base := filepath.Base(argv[0])
+	if isLinkerName(base) {
+		return Link
+	}
+	if !IsCompilerName(base) {
+		return Other
+	}
+	if slices.ContainsFunc(argv[1:], func(a string) bool { return a == "-c" || a == "-S" || a == "-E" }) {
+		return Compile
+	}
+	return Link
+}
+
+// isLinkerName reports whether name (a base name) is a linker's.
+func isLinkerName(name string) bool {
+	switch name {
+	case "ld", "lld", "mold", "gold":
+		return true
+	}
+	return strings.HasPrefix(name, "ld.") || strings.HasSuffix(name, "-ld")
 }

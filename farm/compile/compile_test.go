@@ -112,3 +112,28 @@ func TestCompileSteps(t *testing.T) {
 		}
 	}
 }
+
+func TestClassify(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want Kind
+	}{
+		{"gcc -c a.c -o a.o", Compile},
+		{"/usr/bin/x86_64-linux-gnu-g++-12 -O2 -S a.cc", Compile},
+		{"clang -E a.c", Compile},
+		{"cc a.o b.o -o prog", Link},
+		{"g++ -shared -o lib.so a.o", Link},
+		{"ld -o prog a.o", Link},
+		{"/usr/bin/ld.gold a.o", Link},
+		{"aarch64-linux-gnu-ld a.o", Link},
+		{"mold -o p a.o", Link},
+		{"sh -c 'cc -c a.c'", Other},
+		{"python3 gen.py", Other},
+		{"ccache gcc -c a.c", Other},
+		{"", Other},
+	} {
+		if got := Classify(strings.Fields(tt.line)); got != tt.want {
+			t.Errorf("Classify(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}

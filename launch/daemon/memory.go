@@ -128,7 +128,7 @@ func (s *Server) memEvent(id int64, froze bool, why string) {
 	}
 	fmt.Fprintf(s.cfg.Log, "numasteal serve: %s job %d (%s, %s): %s\n", verb, id, j.cmd, j.out, why)
 	if s.trace != nil {
-		s.trace.Instant(s.trackLocked(j), verb+" "+j.cmd, time.Now(), map[string]any{"out": j.out, "why": why})
+		s.trace.InstantOn(s.trackLocked(j), verb+" "+j.cmd, time.Now(), map[string]any{"out": j.out, "why": why})
 	}
 }
 

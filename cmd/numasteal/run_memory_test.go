@@ -1,0 +1,407 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/numasteal/numasteal/buildrun"
+	"github.com/numasteal/numasteal/internal/memtest"
+)
+
+// memProject is a make project of memhog compiles in a directory of its
+// own, with the commands file of the same compiles.
+type memProject struct {
+	dir, src, cc, memhog string
+	objs                 []string
+	cmds                 string // the commands file
+}
+
+func newMemProject(t *testing.T, mib []int, ms int) *memProject {
+	t.Helper()
+	p := &memProject{dir: t.TempDir()}
+	p.memhog, p.cc = memtest.BuildMemhog(t, p.dir)
+	p.src = filepath.Join(p.dir, "src")
+	if err := os.Mkdir(p.src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.objs = memtest.Project(t, p.src, mib, ms)
+	var b strings.Builder
+	for _, o := range p.objs {
+		fmt.Fprintf(&b, "%s -c %s -o %s\n", p.cc, strings.TrimSuffix(o, ".o")+".c", o)
+	}
+	p.cmds = writeFile(t, p.dir, "cmds.txt", b.String())
+	return p
+}
+
+// missing returns the objects not built, and removes the others.
+func (p *memProject) missing() int {
+	n := 0
+	for _, o := range p.objs {
+		if err := os.Remove(filepath.Join(p.src, o)); err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// ranInGroup is what a command run inside a memory cgroup did.
+type ranInGroup struct {
+	code           int
+	stdout, stderr string
+	wall           time.Duration
+}
+
+// runInGroup runs cmd inside g (numasteal itself, make, memhog), in dir.
+func runInGroup(t *testing.T, g *memtest.Group, dir string, cmd *exec.Cmd) ranInGroup {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &errb
+	g.Command(cmd)
+	start := time.Now()
+	err := cmd.Run()
+	r := ranInGroup{stdout: out.String(), stderr: errb.String(), wall: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("%v: %v", cmd.Args, err)
+	}
+	return r
+}
+
+// numastealInGroup runs "numasteal run ARGS" inside g: this test binary
+// as the command (TestJobserverHelperProcess).
+func numastealInGroup(t *testing.T, g *memtest.Group, dir string, args ...string) ranInGroup {
+	t.Helper()
+	c := exec.Command(os.Args[0], append([]string{"-test.run=TestJobserverHelperProcess", "--", "run", "--progress", "none"}, args...)...)
+	c.Env = append(os.Environ(), envCLI+"=1")
+	return runInGroup(t, g, dir, c)
+}
+
+// memoryLine returns the counters of the summary's memory line.
+func memoryLine(t *testing.T, stdout string) (freezes, thaws, retries int) {
+	t.Helper()
+	m := regexp.MustCompile(`(\d+) freezes, (\d+) thaws, (\d+) OOM retries`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no memory line in the summary:\n%s", stdout)
+	}
+	freezes, _ = strconv.Atoi(m[1])
+	thaws, _ = strconv.Atoi(m[2])
+	retries, _ = strconv.Atoi(m[3])
+	return freezes, thaws, retries
+}
+
+// Compiles that each need more than half of the group's limit, which make
+// -j2 has OOM-killed (internal/memtest TestPlainMakeIsOOMKilled), all
+// build through numasteal run -j 2 inside the group: on the first run,
+// with no history (the guess for a compile and then the run's own peaks),
+// and on the second (the history's peaks), with no OOM kill.
+func TestRunMemoryLimitedBuild(t *testing.T) {
+	makePath := requireMake(t)
+	g := memtest.NewGroup(t, 500<<20)
+	p := newMemProject(t, []int{300, 300, 300, 300}, 600)
+	hist := filepath.Join(p.dir, "hist")
+	for run := 1; run <= 2; run++ {
+		r := numastealInGroup(t, g, p.src, "-j", "2", "--history", hist, p.cmds)
+		t.Logf("run %d: %.2fs, exit %d, OOM kills so far %d\n%s", run, r.wall.Seconds(), r.code, g.OOMKills(), r.stdout)
+		if r.code != exitOK || !strings.Contains(r.stdout, "4 tasks: 4 succeeded") {
+			t.Fatalf("run %d: exit %d\n%s\n%s", run, r.code, r.stdout, r.stderr)
+		}
+		if n := p.missing(); n != 0 {
+			t.Errorf("run %d: %d objects missing", run, n)
+		}
+		if !strings.Contains(r.stdout, "limit 500M") {
+			t.Errorf("run %d: the summary does not name the limit:\n%s", run, r.stdout)
+		}
+	}
+	if n := g.OOMKills(); n != 0 {
+		t.Errorf("%d OOM kills in the group, want none", n)
+	}
+	hb, _ := os.ReadFile(hist)
+	if !strings.Contains(string(hb), `"mb":3`) {
+		t.Errorf("the history holds no peak of about 300 MiB:\n%s", hb)
+	}
+	// The measure to compare with: the best fixed -j that completes.
+	r := runInGroup(t, g, p.src, exec.Command(makePath, "-j1", "CC="+p.cc))
+	t.Logf("make -j1: %.2fs, exit %d", r.wall.Seconds(), r.code)
+	p.missing()
+}
+
+// Another program takes memory in the middle of a build: numasteal admits
+// one compile at a time once the program holds about 120 MiB (two of 250
+// MiB no longer fit beside it), or freezes one, nothing is OOM-killed, and
+// the program gets its memory too.
+func TestRunMemoryAnotherProgram(t *testing.T) {
+	g := memtest.NewGroup(t, 700<<20)
+	mib := make([]int, 16)
+	for i := range mib {
+		mib[i] = 250
+	}
+	p := newMemProject(t, mib, 500)
+	hogSrc := writeFile(t, p.dir, "hog.c", "/* memhog mem=250 ms=8000 */\n")
+	trace := filepath.Join(p.dir, "trace.json")
+	done := make(chan ranInGroup, 1)
+	start := time.Now()
+	go func() {
+		done <- numastealInGroup(t, g, p.src, "-j", "2", "--history", "", "--trace", trace, p.cmds)
+	}()
+	// The other program starts once the build is under way.
+	first := filepath.Join(p.src, p.objs[0])
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(first); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first object never came")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// It holds 120 MiB 1.9 s after its start (250 MiB over 4 s), and two
+	// compiles admitted just before end 1.5 s later at the latest, on a
+	// busy machine. The trace counts from numasteal's start, after ours,
+	// so this bound is late enough in its time.
+	held := time.Since(start) + 3400*time.Millisecond
+	hog := runInGroup(t, g, p.dir, exec.Command(p.memhog, hogSrc, "-o", filepath.Join(p.dir, "hog.o")))
+	r := <-done
+	t.Logf("build %.2fs, exit %d, other program exit %d, OOM kills %d\n%s", r.wall.Seconds(), r.code, hog.code, g.OOMKills(), r.stdout)
+	if r.code != exitOK || !strings.Contains(r.stdout, "16 tasks: 16 succeeded") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if hog.code != 0 {
+		t.Errorf("the other program exited %d: %s", hog.code, hog.stderr)
+	}
+	if n := g.OOMKills(); n != 0 {
+		t.Errorf("%d OOM kills in the group, want none", n)
+	}
+	if n := p.missing(); n != 0 {
+		t.Errorf("%d objects missing", n)
+	}
+	n := concurrentAfter(t, trace, held)
+	freezes, _, _ := memoryLine(t, r.stdout)
+	t.Logf("at most %d compiles at once from %v (trace time) on, %d freezes", n, held, freezes)
+	// Two at once only when one of them was frozen (memory ran short all
+	// the same, as the program grew while they ran).
+	if n > 1 && freezes == 0 {
+		tb, _ := os.ReadFile(trace)
+		t.Logf("trace:\n%s", tb)
+		t.Errorf("%d compiles of 250 MiB ran at once beside the program's 200 MiB and more, in 700 MiB", n)
+	}
+}
+
+// concurrentAfter returns the most task spans of the trace at path that
+// overlap at one moment at or after from (trace time).
+func concurrentAfter(t *testing.T, path string, from time.Duration) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		TraceEvents []struct {
+			Ph  string  `json:"ph"`
+			Ts  float64 `json:"ts"`
+			Dur float64 `json:"dur"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	w := float64(from.Microseconds())
+	type edge struct{ at, delta float64 }
+	var es []edge
+	for _, ev := range f.TraceEvents {
+		if ev.Ph == "X" && ev.Ts+ev.Dur > w {
+			es = append(es, edge{max(ev.Ts, w), 1}, edge{ev.Ts + ev.Dur, -1})
+		}
+	}
+	slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+	n, most := 0, 0
+	for _, e := range es {
+		n += int(e.delta)
+		most = max(most, n)
+	}
+	return most
+}
+
+// A compile bigger than the group's whole limit runs once, alone, and
+// fails with a message naming its peak and the limit.
+func TestRunMemoryTooBigFailsOnce(t *testing.T) {
+	g := memtest.NewGroup(t, 400<<20)
+	p := newMemProject(t, []int{600}, 400)
+	r := numastealInGroup(t, g, p.src, "--history", "", p.cmds)
+	if r.code != exitFail {
+		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitFail, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"killed by signal 9", "OOM-killed running alone after 1 runs, at a peak of", "the limit is 400 MiB ("} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if _, _, retries := memoryLine(t, r.stdout); retries != 0 {
+		t.Errorf("%d OOM retries, want 0", retries)
+	}
+	if n := g.OOMKills(); n != 1 {
+		t.Errorf("%d OOM kills, want 1 (one run)", n)
+	}
+}
+
+// A compile whose need the history puts low (its source grew since) runs
+// beside another, and is OOM-killed as it grows: the Governor may freeze
+// only the newer task, which does not give memory back. It runs again
+// with room for its peak, after the other, and the build succeeds with
+// every object.
+func TestRunMemoryOOMRetry(t *testing.T) {
+	g := memtest.NewGroup(t, 500<<20)
+	dir := t.TempDir()
+	_, cc := memtest.BuildMemhog(t, dir)
+	src := func(name string, mib, ms int) {
+		writeFile(t, dir, name, fmt.Sprintf("/* memhog mem=%d ms=%d */\n", mib, ms))
+	}
+	src("b.c", 10, 100)
+	src("s.c", 150, 3000)
+	graph := writeFile(t, dir, "g.json", fmt.Sprintf(`{"tasks": [
+		{"id": "b.o", "cmd": [%q, "-c", "b.c", "-o", "b.o"], "cwd": %q},
+		{"id": "wait", "shell": "sleep 0.3"},
+		{"id": "s.o", "cmd": [%q, "-c", "s.c", "-o", "s.o"], "cwd": %q, "deps": ["wait"]}
+	]}`, cc, dir, cc, dir))
+	hist := filepath.Join(dir, "hist")
+	r := numastealInGroup(t, g, dir, "-j", "2", "--history", hist, graph)
+	if r.code != exitOK {
+		t.Fatalf("first run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	learned, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src("b.c", 420, 4000) // now b.o needs far more than its history says
+	// On a machine whose memory is under pressure from elsewhere (PSI is
+	// the machine's on cgroup v1), admission may hold s.o until b.o is
+	// done: then nothing is killed, rightly; the build runs again from
+	// the same history.
+	for try := 1; try <= 3; try++ {
+		if err := os.WriteFile(hist, learned, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kills := g.OOMKills()
+		trace := filepath.Join(dir, "trace.json")
+		r = numastealInGroup(t, g, dir, "-j", "2", "--history", hist, "--trace", trace, graph)
+		kills = g.OOMKills() - kills
+		freezes, _, retries := memoryLine(t, r.stdout)
+		t.Logf("try %d: %.2fs, exit %d, %d OOM kills, %d freezes, %d OOM retries\n%s%s", try, r.wall.Seconds(), r.code, kills, freezes, retries, r.stdout, r.stderr)
+		if r.code != exitOK || !strings.Contains(r.stdout, "3 tasks: 3 succeeded") {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		for _, o := range []string{"s.o", "b.o"} {
+			if _, err := os.Stat(filepath.Join(dir, o)); err != nil {
+				t.Errorf("%s missing: %v", o, err)
+			}
+		}
+		if int64(retries) != kills {
+			t.Fatalf("%d OOM kills, %d OOM retries: want a retry per kill", kills, retries)
+		}
+		tb, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(tb), `"name":"oom retry"`); got != retries {
+			t.Errorf("%d oom retry events in the trace, want %d", got, retries)
+		}
+		if got := strings.Count(string(tb), `"name":"freeze"`); got != freezes {
+			t.Errorf("%d freeze events in the trace, want %d", got, freezes)
+		}
+		if kills > 0 {
+			return
+		}
+	}
+	t.Skip("SKIP: in three builds admission never let s.o run beside b.o on this machine")
+}
+
+// A compile killed by the user is not run again: by --timeout; by a
+// SIGTERM, even while an OOM kill in the group raises the count; by a
+// SIGKILL while none does.
+func TestRunMemoryUserKillNotRetried(t *testing.T) {
+	g := memtest.NewGroup(t, 400<<20)
+	p := newMemProject(t, []int{10}, 60000)
+
+	r := numastealInGroup(t, g, p.src, "--history", "", "--timeout", "300ms", p.cmds)
+	if r.code != exitFail || !strings.Contains(r.stderr, "after timing out") {
+		t.Errorf("--timeout: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, _, retries := memoryLine(t, r.stdout); retries != 0 {
+		t.Errorf("--timeout: %d OOM retries, want 0", retries)
+	}
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		done := make(chan ranInGroup, 1)
+		go func() { done <- numastealInGroup(t, g, p.src, "--history", "", p.cmds) }()
+		// The compile is the one process running this test's memhog (on
+		// cgroup v2 it is in a task cgroup below the group).
+		var pid int
+		deadline := time.Now().Add(2 * time.Minute)
+		for pid == 0 {
+			ents, _ := os.ReadDir("/proc")
+			for _, e := range ents {
+				if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe == p.memhog {
+					pid, _ = strconv.Atoi(e.Name())
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the compile never started")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if sig == syscall.SIGTERM {
+			// A program too big for the group is OOM-killed meanwhile.
+			kills := g.OOMKills()
+			big := writeFile(t, p.dir, "big.c", "/* memhog mem=800 ms=100 */\n")
+			runInGroup(t, g, p.dir, exec.Command(p.memhog, big, "-o", filepath.Join(p.dir, "big.o")))
+			if g.OOMKills() == kills {
+				t.Fatal("the program too big for the group was not OOM-killed")
+			}
+		}
+		syscall.Kill(pid, sig)
+		r := <-done
+		want := fmt.Sprintf("killed by signal %d", int(sig))
+		if r.code != exitFail || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "OOM-killed") {
+			t.Errorf("%v: exit %d, want %d and %q\n%s", sig, r.code, exitFail, want, r.stderr)
+		}
+		if _, _, retries := memoryLine(t, r.stdout); retries != 0 {
+			t.Errorf("%v: %d OOM retries, want 0", sig, retries)
+		}
+	}
+}
+
+func TestMemoryStatusAndSummary(t *testing.T) {
+	if s := memoryStatus(nil); s != "" {
+		t.Errorf("memoryStatus(nil) = %q", s)
+	}
+	var m buildrun.MemoryStats
+	m.Used, m.Sample.Available, m.Frozen, m.Waiting, m.Some = 612<<20, 300<<20, 1, 2, 12.4
+	if got, want := memoryStatus(&m), ", mem 612M used, 300M free, 1 frozen, 2 waiting, pressure 12%"; got != want {
+		t.Errorf("memoryStatus = %q, want %q", got, want)
+	}
+	m.Budget, m.Sample.Limit, m.Sample.LimitFile, m.Freezes, m.Thaws, m.OOMRetries = 2<<30, 1<<30, "/cg/memory.max", 3, 3, 1
+	var b bytes.Buffer
+	printMemory(&b, &m)
+	if got, want := b.String(), "memory: budget (--mem) 2048M, limit 1024M (/cg/memory.max), 300M available at the end, 3 freezes, 3 thaws, 1 OOM retries\n"; got != want {
+		t.Errorf("printMemory = %q, want %q", got, want)
+	}
+}
