@@ -226,6 +226,16 @@ func RunMemory(ctx context.Context, o MemoryOptions) (res *MemoryResult, err err
 	if o.Numasteal, err = checkExecutable("the numasteal binary", o.Numasteal); err != nil {
 		return nil, err
 	}
+	// The group first: where none can be made, nothing else is done.
+	g, err := membuild.NewGroup(int64(o.LimitMiB)<<20, fmt.Sprintf("numasteal-bench-memory-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err != nil {
+		return nil, fmt.Errorf("bench: memory: %w: %w", ErrNoMemoryCgroup, err)
+	}
+	defer func() {
+		if rerr := g.Remove(); rerr != nil && err == nil {
+			res, err = nil, rerr
+		}
+	}()
 	work, err := os.MkdirTemp(o.Dir, "nsm-") // short: the daemon's sockets go below it
 	if err != nil {
 		return nil, fmt.Errorf("bench: memory: %w", err)
@@ -262,15 +272,6 @@ func RunMemory(ctx context.Context, o MemoryOptions) (res *MemoryResult, err err
 	if err != nil {
 		return nil, err
 	}
-	g, err := membuild.NewGroup(int64(o.LimitMiB)<<20, fmt.Sprintf("numasteal-bench-memory-%d", os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("bench: memory: %w: %w", ErrNoMemoryCgroup, err)
-	}
-	defer func() {
-		if rerr := g.Remove(); rerr != nil && err == nil {
-			res, err = nil, rerr
-		}
-	}()
 
 	var cs []memoryContender
 	for _, j := range o.Jobs {
