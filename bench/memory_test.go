@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/numasteal/numasteal/internal/membuild"
 )
 
@@ -16,9 +18,10 @@ import (
 // fit. Plain make -j1 builds everything; every row accounts for each
 // object (built, or a failed job of make -k), every failed job is an OOM
 // kill; the launcher rows build everything with no failed job, through a
-// daemon; and the cgroup, the daemons and the work directory are gone
-// afterwards.
+// daemon; and the cgroup, the daemons, the work directory and every
+// goroutine are gone afterwards.
 func TestMemoryRows(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	for _, p := range []string{"make", "go"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skipf("SKIP: %s not installed", p)
