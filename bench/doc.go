@@ -10,6 +10,7 @@
 // package because only its experiments use them, as do the native builds
 // of RunNative: a kernel tree and a CMake project built by their own build
 // systems, plainly and with the numasteal launcher in front of the
-// compiler. The simulator of the balancing policies, whose figures are
+// compiler, and the memory-limited builds of RunMemory, in a cgroup of
+// their own (internal/membuild). The simulator of the balancing policies, whose figures are
 // simulation, is package sim; bench does not import it, nor cmd.
 package bench

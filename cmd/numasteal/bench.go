@@ -12,6 +12,7 @@ var benchmarks = [...]command{
 	{"forkjoin", "fib(30) with a task per call: serial, numasteal, goroutines, errgroup", runBenchForkJoin},
 	{"counters", "the counter(9) cost table: ns per increment of each kind of counter", runBenchCounters},
 	{"kernbench", "the seed's kernel-build table: one build graph through numasteal run, make, ninja, xargs", runBenchKernbench},
+	{"memory", "a make project whose compiles overfill a memory-limited cgroup: plain make -j1/2/4 and numasteal-launch", runBenchMemory},
 	{"launch", "the compiler launcher's cost per command: numasteal-launch true and gcc -c against the plain commands", runBenchLaunch},
 	{"sdet", "SDET multi-user throughput, 1-128 scripts: numasteal process tasks vs goroutines + os/exec", runBenchSDET},
 	{"diffprofile", "the seed's diffprofile: CPU profile of one benchmark under two policies, B - A per function", runBenchDiffProfile},

@@ -68,3 +68,13 @@ func TestBenchUnknown(t *testing.T) {
 		t.Errorf("stderr %q does not name the benchmark", errb.String())
 	}
 }
+
+func TestBenchMemoryBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--compiles", "0"}, {"--limit", "-5"}, {"--ms", "0"}, {"--jobs", "2,0"}, {"--jobs", ""}, {"--launcher", "/nonexistent/numasteal-launch"}} {
+		var out, errb bytes.Buffer
+		code := dispatch(context.Background(), append([]string{"bench", "memory"}, args...), &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "numasteal bench memory") {
+			t.Errorf("bench memory %v: exit %d, stderr %q; want a usage error before anything runs", args, code, errb.String())
+		}
+	}
+}
