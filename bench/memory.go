@@ -100,8 +100,10 @@ type MemoryRun struct {
 type MemoryRow struct {
 	Name    string   `json:"name"`
 	Command []string `json:"command"`
-	// Launcher is true for the numasteal-launch rows.
+	// Launcher is true for the numasteal-launch rows, Run for the
+	// numasteal run rows.
 	Launcher bool        `json:"launcher"`
+	Run      bool        `json:"run"`
 	Runs     []MemoryRun `json:"runs"`
 	// Completed is how many runs completed.
 	Completed int `json:"completed"`
@@ -136,22 +138,24 @@ type MemoryResult struct {
 	// BestFixed is the name of the fastest plain make row that completed
 	// every run; "" when none did.
 	BestFixed string `json:"best_fixed"`
-	// GoalMet: every launcher run completed with no failed job, within
-	// GoalRatio of BestFixed.
+	// GoalMet: every run through numasteal (the launcher's rows and
+	// numasteal run's) completed with no failed job, within GoalRatio of
+	// BestFixed.
 	GoalMet bool `json:"goal_met"`
 }
 
-// GoalRatio is the most a launcher row's wall may be over the best fixed
+// GoalRatio is the most a numasteal row's wall may be over the best fixed
 // -j that completes.
 const GoalRatio = 1.25
 
-// memoryContender is one row's build: make's arguments, and for the
-// launcher rows whether it is the first run of a pair (a new daemon
-// directory, an empty history).
+// memoryContender is one row's build: its command, and for the launcher
+// and numasteal run rows whether it is the first run of a pair (a new
+// daemon directory, or no history file).
 type memoryContender struct {
 	name     string
 	args     []string
 	launcher bool
+	run      bool
 	first    bool
 }
 
@@ -281,6 +285,20 @@ func RunMemory(ctx context.Context, o MemoryOptions) (res *MemoryResult, err err
 	cs = append(cs,
 		memoryContender{name: `make -j CC="numasteal-launch cc", first run`, args: []string{"make", "-k", "-j", lcc}, launcher: true, first: true},
 		memoryContender{name: `make -j CC="numasteal-launch cc", second run`, args: []string{"make", "-k", "-j", lcc}, launcher: true})
+	// The same compiles as numasteal run's commands, at the largest -j
+	// of the plain rows; its history (peaks) beside the project.
+	var cmds strings.Builder
+	for _, obj := range objs {
+		fmt.Fprintf(&cmds, "%s -c %s -o %s\n", cc, strings.TrimSuffix(obj, ".o")+".c", obj)
+	}
+	if err := os.WriteFile(filepath.Join(src, "commands.txt"), []byte(cmds.String()), 0o644); err != nil {
+		return nil, fmt.Errorf("bench: memory: %w", err)
+	}
+	runJ := strconv.Itoa(slices.Max(o.Jobs))
+	runArgs := []string{o.Numasteal, "run", "-k", "-q", "--progress", "none", "-j", runJ, "--history", filepath.Join(work, "run-history"), "commands.txt"}
+	cs = append(cs,
+		memoryContender{name: "numasteal run -j " + runJ + ", first run", args: runArgs, run: true, first: true},
+		memoryContender{name: "numasteal run -j " + runJ + ", second run", args: runArgs, run: true})
 	res = &MemoryResult{
 		LimitMiB: o.LimitMiB, Cgroup: g.Dir, CgroupV2: g.V2, Compiles: o.Compiles, CompileMiB: o.CompileMiB,
 		CompileMS: o.CompileMS, Reps: o.Reps, LoadStart: loadAvg(),
@@ -289,7 +307,7 @@ func RunMemory(ctx context.Context, o MemoryOptions) (res *MemoryResult, err err
 		res.Launcher = launcher
 	}
 	for _, c := range cs {
-		res.Rows = append(res.Rows, MemoryRow{Name: c.name, Command: c.args, Launcher: c.launcher})
+		res.Rows = append(res.Rows, MemoryRow{Name: c.name, Command: c.args, Launcher: c.launcher, Run: c.run})
 	}
 	b := memoryBuild{g: g, src: src, objs: objs, deadline: 2*time.Minute + time.Duration(20*o.Compiles*o.CompileMS)*time.Millisecond}
 	var sess *daemonSession
@@ -343,7 +361,7 @@ func summarizeMemory(res *MemoryResult) {
 	}
 	var best *MemoryRow
 	for i, row := range res.Rows {
-		if !row.Launcher && row.Completed == len(row.Runs) && (best == nil || row.WallS < best.WallS) {
+		if !row.Launcher && !row.Run && row.Completed == len(row.Runs) && (best == nil || row.WallS < best.WallS) {
 			best = &res.Rows[i]
 		}
 	}
@@ -357,7 +375,7 @@ func summarizeMemory(res *MemoryResult) {
 		if row.Completed == len(row.Runs) && best.WallS > 0 {
 			row.Ratio = row.WallS / best.WallS
 		}
-		if !row.Launcher {
+		if !row.Launcher && !row.Run {
 			continue
 		}
 		for _, r := range row.Runs {
@@ -392,6 +410,9 @@ func (b memoryBuild) run(ctx context.Context, c memoryContender, sess *daemonSes
 	clean.Dir, clean.Env = b.src, env
 	if out, err := clean.CombinedOutput(); err != nil {
 		return MemoryRun{}, fmt.Errorf("bench: memory: make clean: %w\n%s", err, tail(out, 2000))
+	}
+	if c.run && c.first {
+		os.Remove(c.args[len(c.args)-2]) // the history: a first run
 	}
 	var p launch.Paths
 	if c.launcher {
@@ -433,6 +454,9 @@ func (b memoryBuild) run(ctx context.Context, c memoryContender, sess *daemonSes
 		if b.built(o) {
 			r.Built++
 		}
+	}
+	if c.run && err != nil {
+		r.Failed = len(b.objs) - r.Built // numasteal run -k: the tasks that failed
 	}
 	r.Completed = err == nil && r.Built == len(b.objs)
 	return r, nil

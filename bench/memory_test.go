@@ -18,7 +18,7 @@ import (
 // fit. Plain make -j1 builds everything; every row accounts for each
 // object (built, or a failed job of make -k), every failed job is an OOM
 // kill; the launcher rows build everything with no failed job, through a
-// daemon; and the cgroup, the daemons, the work directory and every
+// daemon, and so do the numasteal run rows; and the cgroup, the daemons, the work directory and every
 // goroutine are gone afterwards.
 func TestMemoryRows(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -49,12 +49,13 @@ func TestMemoryRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"make -j1", "make -j2", "make -j4",
-		`make -j CC="numasteal-launch cc", first run`, `make -j CC="numasteal-launch cc", second run`}
+		`make -j CC="numasteal-launch cc", first run`, `make -j CC="numasteal-launch cc", second run`,
+		"numasteal run -j 4, first run", "numasteal run -j 4, second run"}
 	if len(res.Rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %+v", len(res.Rows), len(want), res.Rows)
 	}
 	for i, row := range res.Rows {
-		if row.Name != want[i] || row.Launcher != (i >= 3) || len(row.Runs) != 1 {
+		if row.Name != want[i] || row.Launcher != (i == 3 || i == 4) || row.Run != (i >= 5) || len(row.Runs) != 1 {
 			t.Errorf("row %d: %q (launcher %v, %d runs), want %q", i, row.Name, row.Launcher, len(row.Runs), want[i])
 			continue
 		}
@@ -82,7 +83,7 @@ func TestMemoryRows(t *testing.T) {
 		t.Errorf("best fixed -j %q, make -j1's ratio %v: want a best", res.BestFixed, res.Rows[0].Ratio)
 	}
 	for _, row := range res.Rows[3:] {
-		if r := row.Runs[0]; !r.Completed || r.Failed != 0 || r.DaemonJobs < compiles {
+		if r := row.Runs[0]; !r.Completed || r.Failed != 0 || (row.Launcher && r.DaemonJobs < compiles) {
 			t.Errorf("%s: %+v, want every object built, no failed job, every compile through the daemon", row.Name, r)
 		}
 	}
