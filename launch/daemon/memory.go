@@ -188,6 +188,9 @@ func (s *Server) afterKillLocked(j *job, m launch.Msg, peak int64) (again *job, 
 	if retryable(j.kind) && fits && j.attempt < maxOOMRetries {
 		s.oomRetries++
 		fmt.Fprintf(s.cfg.Log, "numasteal serve: the kernel OOM-killed %s at %d MiB; running it again\n", what, peak>>20)
+		if s.trace != nil {
+			s.trace.InstantOn(s.trackLocked(j), "oom retry "+j.cmd, time.Now(), map[string]any{"out": j.out, "peak_mib": peak >> 20, "run": j.attempt + 2})
+		}
 		s.nextID++
 		again = &job{
 			id: s.nextID, build: j.build, kind: j.kind, out: j.out, cmd: j.cmd, pid: j.pid, peer: j.peer,
@@ -213,5 +216,8 @@ func (s *Server) afterKillLocked(j *job, m launch.Msg, peak int64) (again *job, 
 		refuse += fmt.Sprintf(" (limit %d MiB: %s)", st.Sample.Limit>>20, st.Sample.LimitFile)
 	}
 	fmt.Fprintf(s.cfg.Log, "numasteal serve: %s\n", refuse)
+	if s.trace != nil {
+		s.trace.InstantOn(s.trackLocked(j), "oom failed "+j.cmd, time.Now(), map[string]any{"out": j.out, "peak_mib": peak >> 20, "why": refuse})
+	}
 	return nil, refuse
 }
