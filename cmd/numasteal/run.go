@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageError(fs, stderr, errors.New("want exactly one FILE"))
 	}
 	if f.dir != "" {
+		// Absolute, for the cd lines of -n (run_dryrun.go).
+		if abs, err := filepath.Abs(f.dir); err == nil {
+			f.dir = abs
+		}
 		if err := os.Chdir(f.dir); err != nil {
 			fmt.Fprintf(stderr, "numasteal run: -C: %v\n", err)
 			return exitFail
