@@ -97,7 +97,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
-	g, code, ok := checkRun(&f, flagsSet(fs), fs.Arg(0), stderr) // run_check.go
+	file := fs.Arg(0)
+	if f.dir != "" && !filepath.IsAbs(file) {
+		file = filepath.Join(f.dir, file) // named so in every message
+	}
+	g, code, ok := checkRun(&f, flagsSet(fs), file, stderr) // run_check.go
 	if !ok {
 		return code
 	}
@@ -193,7 +197,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	var trace *buildgraph.TraceWriter
 	if f.trace != "" {
-		trace = buildgraph.NewTraceWriter(start, "numasteal run "+fs.Arg(0))
+		trace = buildgraph.NewTraceWriter(start, "numasteal run "+file)
 	}
 	disp := newProgressDisplay(stdout, f.progress, f.quiet, f.verbose) // run_progress.go
 	rep, err := buildrun.Run(ctx, rt, g, buildrun.Options{

@@ -180,3 +180,15 @@ func TestRunDryRunDirectory(t *testing.T) {
 		}
 	}
 }
+
+// -C DIR with a relative FILE that does not exist: the one line of the
+// message names the file under DIR, not the bare name.
+func TestRunDirectoryMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(t.TempDir())
+	code, out, errOut := runCmd(t, dir, "-C", dir, "c20.txt")
+	want := "numasteal run: open " + filepath.Join(dir, "c20.txt") + ": no such file or directory\n"
+	if code != exitUsage || errOut != want || out != "" {
+		t.Errorf("exit %d, stderr %q, want 2 and %q; stdout %q", code, errOut, want, out)
+	}
+}
