@@ -35,6 +35,11 @@ func numastealBinary(t *testing.T) string {
 			return
 		}
 		binDir = dir
+		// Others may run it (a test runs it as another user).
+		if err := os.Chmod(dir, 0o755); err != nil {
+			binErr = err
+			return
+		}
 		out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/numasteal/numasteal/cmd/numasteal").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

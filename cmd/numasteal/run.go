@@ -101,10 +101,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.dir != "" && !filepath.IsAbs(file) {
 		file = filepath.Join(f.dir, file) // named so in every message
 	}
-	g, code, ok := checkRun(&f, flagsSet(fs), file, stderr) // run_check.go
+	in, code, ok := checkRun(&f, flagsSet(fs), file, stderr) // run_check.go
 	if !ok {
 		return code
 	}
+	g, hist := in.g, in.hist
 	bad := func(err error) int {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitUsage
@@ -129,13 +130,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := g.CheckPrograms(os.Getenv("PATH")); err != nil {
 		return bad(err)
 	}
-	var hist *buildgraph.History
-	if f.history != "" {
-		if hist, err = buildgraph.LoadHistory(f.history); err != nil {
-			return bad(err)
-		}
-	}
-
 	if f.dryRun {
 		if err := dryRun(stdout, g, f, hist); err != nil { // run_dryrun.go
 			return bad(err)
@@ -236,11 +230,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	printFailures(stderr, rep)
 	printSummary(stdout, rep)
 	rf.printStats(stdout)
-	if hist != nil {
+	if hist != nil && in.saveHist {
 		hist.Retain(g)
 		if err := hist.Save(f.history); err != nil {
-			fmt.Fprintf(stderr, "numasteal run: %v\n", err)
-			code = exitFail
+			// As when checkRun finds it cannot be saved: a warning.
+			if e := errors.Unwrap(err); e != nil {
+				err = e // the path is in the sentence already
+			}
+			fmt.Fprintf(stderr, "numasteal run: warning: the history %s was not saved (%v)\n", f.history, err)
 		}
 	}
 	if trace != nil {
