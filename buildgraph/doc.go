@@ -25,7 +25,8 @@
 //   - history.go, history_format.go: [History], the durations of earlier
 //     runs that weight the critical path, bounded by [History.Retain].
 //   - trace.go: [TraceWriter], a Chrome Trace Event writer (one track per
-//     CPU) whose output opens in Perfetto.
+//     slot, as ninja's, spans named by output) whose output opens in
+//     Perfetto.
 //   - readfile.go, writefile.go: [ReadInput] reads only regular files of a
 //     stated size (a named pipe never blocks, /dev/zero never fills
 //     memory); [WriteFileAtomic] writes through a new O_EXCL|O_NOFOLLOW

@@ -53,6 +53,7 @@ const (
 // {"numasteal_history":1}, no "seen") reads as one of 0 runs.
 type History struct {
 	key     []byte // keys the command hashes (history_key.go); read-only
+	keyErr  error  // why key is not the user's (ReadHistoryFile); read-only
 	mu      sync.Mutex
 	runs    int64 // runs ended by Retain, counted in the file
 	entries map[histKey]*histEntry
@@ -107,10 +108,11 @@ func LoadHistory(path string) (*History, error) {
 //
 // What is wrong inside the file is returned as skipped, and the History
 // holds the rest: an entry line that does not parse (or is longer than
-// maxHistoryLine) is left out; a file that cannot be read, or a key that
-// cannot be had, leaves the History empty or unkeyed. The caller should
-// report skipped (each an *Error naming file and line) and go on: the next
-// Save writes a clean file.
+// maxHistoryLine) is left out; a file that cannot be read leaves the
+// History empty. The caller should report skipped (each an *Error naming
+// file and line) and go on: the next Save writes a clean file. A key that
+// cannot be had is not in skipped: the History is keyed with a random key
+// (durations match by task ID only) and KeyErr says why.
 //
 // err is set, and h nil, only when path must not be replaced by Save: it
 // is not a regular file (a named pipe, a device), it is larger than
@@ -118,19 +120,21 @@ func LoadHistory(path string) (*History, error) {
 // or a log named by mistake).
 func ReadHistoryFile(path string) (h *History, skipped, err error) {
 	key, kerr := HistoryKey()
-	var probs []error
-	if kerr != nil {
-		probs = append(probs, &Error{Msg: fmt.Sprintf("history: %v; durations are matched by task id only this run", kerr), Err: kerr})
+	empty := func() *History {
+		h := newHistory(key)
+		h.keyErr = kerr
+		return h
 	}
+	var probs []error
 	f, err := openRegular(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return newHistory(key), errors.Join(probs...), nil
+		return empty(), nil, nil
 	case errors.Is(err, ErrNotRegular):
 		return nil, nil, &Error{Msg: "history: " + err.Error(), Err: err}
 	case err != nil:
 		probs = append(probs, &Error{Msg: "history: " + err.Error() + " (ignored; it will be replaced)", Err: err})
-		return newHistory(key), errors.Join(probs...), nil
+		return empty(), errors.Join(probs...), nil
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.Size() > MaxHistoryBytes {
@@ -140,11 +144,18 @@ func ReadHistoryFile(path string) (h *History, skipped, err error) {
 	if h == nil {
 		return nil, nil, err
 	}
+	h.keyErr = kerr
 	if err != nil {
 		probs = append(probs, err)
 	}
 	return h, errors.Join(probs...), nil
 }
+
+// KeyErr returns why the History's command hashes are not keyed with the
+// user's key (HistoryKey's error when ReadHistoryFile read it), or nil.
+// Such a History matches durations by task ID only, and what it would
+// save is keyed with a key no later run has.
+func (h *History) KeyErr() error { return h.keyErr }
 
 // maxHistoryLine is the longest line ReadHistory reads: an entry is at
 // most a few KiB, its ID being at most MaxIDBytes, but versions before

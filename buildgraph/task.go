@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 )
 
 // Graph is a workload: tasks, their dependencies, and the named pools that
@@ -82,6 +83,42 @@ func (t *Task) CommandLine() string {
 		return t.Shell
 	}
 	return QuoteWords(t.Cmd)
+}
+
+// TraceName is the name of the task in a trace, as ninja names its
+// slices by their output: the file after the command's last "-o" (a
+// compiler's or a linker's output), else the ID, unless the ID is the one
+// a commands file makes up from the line number ("line N"), which says
+// nothing about the task: then the command line.
+func (t *Task) TraceName() string {
+	if o := t.outputFile(); o != "" {
+		return o
+	}
+	if t.Pos.Line > 0 && t.ID == "line "+strconv.Itoa(t.Pos.Line) {
+		return t.CommandLine()
+	}
+	return t.ID
+}
+
+// outputFile returns the word after the last "-o" of the command, or ""
+// when there is none. A shell command is split at blanks; a word with
+// quotes or an expansion in it is not taken.
+func (t *Task) outputFile() string {
+	words := t.Cmd
+	if words == nil {
+		words = strings.Fields(t.Shell)
+	}
+	for i := len(words) - 2; i >= 0; i-- {
+		if words[i] != "-o" {
+			continue
+		}
+		o := words[i+1]
+		if t.Cmd == nil && strings.ContainsAny(o, "'\"\\$`;&|<>(){}*?[") {
+			return ""
+		}
+		return o
+	}
+	return ""
 }
 
 // CommandHash returns a 64-bit FNV-1a hash of the command (Cmd words or

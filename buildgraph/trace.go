@@ -3,6 +3,7 @@ package buildgraph
 import (
 	"bufio"
 	"cmp"
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,16 +16,20 @@ import (
 // TraceWriter records a run as Chrome Trace Event Format JSON (the "JSON
 // Object Format" of the Trace Event Format document), which Perfetto
 // (ui.perfetto.dev) and chrome://tracing open. Each task is a complete
-// event ("ph":"X") on the track of the CPU it ran on, with its command in
-// the args; tracks are named by metadata events ("ph":"M", thread_name).
-// Counters ("ph":"C") draw a value over time, such as the running tasks;
-// instant events ("ph":"i", global scope) mark a moment, such as a task
+// event ("ph":"X") named by its output (Task.TraceName), with its command,
+// CPU and node in the args; tracks are named by metadata events ("ph":"M",
+// thread_name). Counters ("ph":"C") draw a value over time, such as the
+// running tasks; instant events ("ph":"i") mark a moment, such as a task
 // frozen for memory.
 //
-// Track numbers are trace thread ids: CPU n is track n, named "CPU n"; a
-// host of a compile farm gets a track after all CPUs (HostTrack).
-// TraceWriter keeps the events in memory until WriteTo; it is safe for
-// concurrent use.
+// A task's track is a slot, as in ninja's traces: "slot 1" to "slot N",
+// N the most tasks that ran at once, each span on the lowest slot free
+// when it started, so that no two spans of a track overlap (a track per
+// CPU would overlap whenever -j exceeds the CPUs). Slots are assigned when
+// the trace is written (SlotSpan, TaskSpan). Span puts a span on a given
+// track instead: CPU n is track n, named "CPU n"; a host of a compile farm
+// gets a track after all CPUs (HostTrack). TraceWriter keeps the events in
+// memory until WriteTo; it is safe for concurrent use.
 type TraceWriter struct {
 	origin  time.Time
 	process string
@@ -39,6 +44,19 @@ type TraceWriter struct {
 // Linux supports (CONFIG_NR_CPUS is at most 8192), so hosts sort after CPUs.
 const hostTrackBase = 1 << 16
 
+// slotTrackBase is the track of slot 1, above every host track; slots
+// still sort first (sortIndex).
+const slotTrackBase = 1 << 20
+
+// sortIndex is a track's thread_sort_index: slots first, in order, then
+// CPUs and hosts by track number.
+func sortIndex(track int) int {
+	if track >= slotTrackBase {
+		return track - slotTrackBase
+	}
+	return slotTrackBase + track
+}
+
 // tracePid is the trace process id of every event: one process, numasteal.
 const tracePid = 1
 
@@ -52,6 +70,8 @@ type traceEvent struct {
 	Pid  int            `json:"pid"`
 	Tid  int            `json:"tid"`
 	Args map[string]any `json:"args,omitempty"`
+
+	slot bool // its track is a slot, assigned by WriteTo
 }
 
 // NewTraceWriter returns a TraceWriter whose timestamps count from origin
@@ -94,17 +114,32 @@ func (w *TraceWriter) Span(track int, name string, start, end time.Time, args ma
 	})
 }
 
-// TaskSpan records a task's run on track: named by its ID, with args "cmd"
-// (Task.CommandLine) and "outcome", plus extra (may be nil; exit status,
+// SlotSpan records a complete event named name from start to end on a
+// slot track: the lowest slot free at start (see TraceWriter). args as for
+// Span.
+func (w *TraceWriter) SlotSpan(name string, start, end time.Time, args map[string]any) {
+	dur := max(float64(end.Sub(start).Nanoseconds())/1e3, 0)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events = append(w.events, traceEvent{
+		Name: name, Cat: "task", Ph: "X", Ts: w.micros(start), Dur: &dur,
+		Pid: tracePid, Args: args, slot: true,
+	})
+}
+
+// TaskSpan records a task's run on a slot track (SlotSpan): named by
+// Task.TraceName, with args "cmd" (Task.CommandLine), "outcome" and "id"
+// (the task's ID), plus extra (may be nil; the CPU and node, exit status,
 // rusage, ...). The times come from r (see Result).
-func (w *TraceWriter) TaskSpan(track int, r Result, extra map[string]any) {
-	args := make(map[string]any, len(extra)+2)
+func (w *TraceWriter) TaskSpan(r Result, extra map[string]any) {
+	args := make(map[string]any, len(extra)+3)
 	for k, v := range extra {
 		args[k] = v
 	}
 	args["cmd"] = r.Task.CommandLine()
 	args["outcome"] = r.Outcome.String()
-	w.Span(track, r.Task.ID, r.Start, r.End, args)
+	args["id"] = r.Task.ID
+	w.SlotSpan(r.Task.TraceName(), r.Start, r.End, args)
 }
 
 // InstantOn records an instant event ("ph":"i", a marker) named name on
@@ -147,13 +182,17 @@ func (w *TraceWriter) useTrack(track int) {
 func (w *TraceWriter) WriteTo(out io.Writer) (int64, error) {
 	w.mu.Lock()
 	events := slices.Clone(w.events)
-	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: tracePid, Args: map[string]any{"name": w.process}}}
-	for _, tr := range slices.Sorted(maps.Keys(w.tracks)) {
-		meta = append(meta,
-			traceEvent{Name: "thread_name", Ph: "M", Pid: tracePid, Tid: tr, Args: map[string]any{"name": w.tracks[tr]}},
-			traceEvent{Name: "thread_sort_index", Ph: "M", Pid: tracePid, Tid: tr, Args: map[string]any{"sort_index": tr}})
-	}
+	tracks := maps.Clone(w.tracks)
 	w.mu.Unlock()
+	for i := range assignSlots(events) {
+		tracks[slotTrackBase+i] = fmt.Sprintf("slot %d", i+1)
+	}
+	meta := []traceEvent{{Name: "process_name", Ph: "M", Pid: tracePid, Args: map[string]any{"name": w.process}}}
+	for _, tr := range slices.Sorted(maps.Keys(tracks)) {
+		meta = append(meta,
+			traceEvent{Name: "thread_name", Ph: "M", Pid: tracePid, Tid: tr, Args: map[string]any{"name": tracks[tr]}},
+			traceEvent{Name: "thread_sort_index", Ph: "M", Pid: tracePid, Tid: tr, Args: map[string]any{"sort_index": sortIndex(tr)}})
+	}
 	slices.SortStableFunc(events, func(a, b traceEvent) int {
 		return cmp.Or(cmp.Compare(a.Ts, b.Ts), cmp.Compare(a.Tid, b.Tid))
 	})
@@ -175,6 +214,77 @@ func (w *TraceWriter) WriteTo(out io.Writer) (int64, error) {
 	bw.WriteString("\n],\"displayTimeUnit\":\"ms\"}\n")
 	err := bw.Flush()
 	return cw.n, err
+}
+
+// assignSlots puts each slot span of events on a slot track (its Tid):
+// in the order they started, each on the lowest slot whose last span has
+// ended by its start, so spans of one slot never overlap and the slots
+// are as few as the most spans at once. It returns the number of slots.
+func assignSlots(events []traceEvent) int {
+	var order []int
+	for i := range events {
+		if events[i].slot {
+			order = append(order, i)
+		}
+	}
+	end := func(ev *traceEvent) float64 { return ev.Ts + *ev.Dur }
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(events[a].Ts, events[b].Ts), cmp.Compare(end(&events[a]), end(&events[b])))
+	})
+	var busy busySlots // by end
+	var free freeSlots // by number
+	n := 0
+	for _, i := range order {
+		ev := &events[i]
+		for busy.Len() > 0 && busy[0].end <= ev.Ts {
+			heap.Push(&free, heap.Pop(&busy).(busySlot).slot)
+		}
+		slot := n
+		if free.Len() > 0 {
+			slot = heap.Pop(&free).(int)
+		} else {
+			n++
+		}
+		ev.Tid = slotTrackBase + slot
+		heap.Push(&busy, busySlot{end(ev), slot})
+	}
+	return n
+}
+
+// busySlot is a slot and the end of its last span.
+type busySlot struct {
+	end  float64
+	slot int
+}
+
+// busySlots is a min-heap of busy slots by end.
+type busySlots []busySlot
+
+func (h busySlots) Len() int { return len(h) }
+func (h busySlots) Less(i, j int) bool {
+	return h[i].end < h[j].end || h[i].end == h[j].end && h[i].slot < h[j].slot
+}
+func (h busySlots) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *busySlots) Push(x any)   { *h = append(*h, x.(busySlot)) }
+func (h *busySlots) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// freeSlots is a min-heap of free slot numbers.
+type freeSlots []int
+
+func (h freeSlots) Len() int           { return len(h) }
+func (h freeSlots) Less(i, j int) bool { return h[i] < h[j] }
+func (h freeSlots) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *freeSlots) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *freeSlots) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // countWriter counts the bytes written through it, for io.WriterTo.

@@ -3,6 +3,7 @@ package buildgraph
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -28,7 +29,7 @@ func TestTraceWriter(t *testing.T) {
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	w := NewTraceWriter(t0, "numasteal run build.json")
 	task := &Task{ID: "a.o", Cmd: []string{"cc", "-c", "a b.c"}}
-	w.TaskSpan(3, Result{Task: task, Outcome: Failed, Start: t0.Add(1500 * time.Microsecond), End: t0.Add(2*time.Millisecond + 250*time.Nanosecond)},
+	w.TaskSpan(Result{Task: task, Outcome: Failed, Start: t0.Add(1500 * time.Microsecond), End: t0.Add(2*time.Millisecond + 250*time.Nanosecond)},
 		map[string]any{"exit": 1})
 	w.Span(0, "link", t0, t0.Add(time.Second), nil)
 	farm := w.HostTrack("farm-1")
@@ -70,10 +71,10 @@ func TestTraceWriter(t *testing.T) {
 		case "X":
 			spans = append(spans, ev.Name)
 			if ev.Name == "a.o" {
-				if ev.Ts != 1500 || ev.Dur == nil || *ev.Dur != 500.25 || ev.Tid != 3 || ev.Cat != "task" {
+				if ev.Ts != 1500 || ev.Dur == nil || *ev.Dur != 500.25 || ev.Tid != slotTrackBase || ev.Cat != "task" {
 					t.Errorf("a.o event = %+v (dur %v)", ev, *ev.Dur)
 				}
-				want := map[string]any{"cmd": "cc -c 'a b.c'", "outcome": "failed", "exit": float64(1)}
+				want := map[string]any{"cmd": "cc -c 'a b.c'", "outcome": "failed", "exit": float64(1), "id": "a.o"}
 				for k, v := range want {
 					if ev.Args[k] != v {
 						t.Errorf("a.o args[%s] = %v, want %v", k, ev.Args[k], v)
@@ -92,7 +93,7 @@ func TestTraceWriter(t *testing.T) {
 			t.Errorf("unexpected phase %q", ev.Ph)
 		}
 	}
-	wantNames := map[int]string{0: "CPU 0", 3: "CPU 3", farm: "farm-1"}
+	wantNames := map[int]string{0: "CPU 0", slotTrackBase: "slot 1", farm: "farm-1"}
 	if len(names) != len(wantNames) {
 		t.Errorf("track names = %v, want %v", names, wantNames)
 	}
@@ -151,5 +152,75 @@ func TestTraceWriterConcurrent(t *testing.T) {
 	// 400 spans, process name, 5 tracks × (name, sort index).
 	if got := len(f.TraceEvents); got != 400+1+10 {
 		t.Errorf("%d events", got)
+	}
+}
+
+// Slot spans: as many slots as spans at once, none overlapping on a slot,
+// each on the lowest slot free when it starts; slots sort first.
+func TestTraceWriterSlots(t *testing.T) {
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	w := NewTraceWriter(t0, "x")
+	// Recorded in the order they end, as a run does; at most 3 at once.
+	spans := []struct {
+		name       string
+		start, end int
+		slot       int
+	}{
+		{"a", 0, 10, 1}, {"b", 1, 4, 2}, {"c", 2, 12, 3}, {"d", 4, 8, 2},
+		{"e", 10, 11, 1}, {"f", 8, 20, 2}, {"g", 12, 13, 1}, {"h", 12, 14, 3},
+	}
+	for _, i := range []int{1, 3, 0, 4, 2, 6, 7, 5} {
+		sp := spans[i]
+		w.SlotSpan(sp.name, ms(sp.start), ms(sp.end), nil)
+	}
+	w.Span(2, "on cpu 2", t0, ms(1), nil)
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var f traceFile
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	names, sortIdx, got := map[int]string{}, map[int]float64{}, map[string]int{}
+	for _, ev := range f.TraceEvents {
+		switch {
+		case ev.Ph == "M" && ev.Name == "thread_name":
+			names[ev.Tid] = ev.Args["name"].(string)
+		case ev.Ph == "M" && ev.Name == "thread_sort_index":
+			sortIdx[ev.Tid] = ev.Args["sort_index"].(float64)
+		case ev.Ph == "X":
+			got[ev.Name] = ev.Tid
+		}
+	}
+	for _, sp := range spans {
+		if tid := got[sp.name]; names[tid] != fmt.Sprintf("slot %d", sp.slot) {
+			t.Errorf("span %s on track %d (%q), want slot %d", sp.name, tid, names[tid], sp.slot)
+		}
+	}
+	if len(names) != 4 || names[2] != "CPU 2" {
+		t.Errorf("tracks %v, want 3 slots and CPU 2", names)
+	}
+	if !(sortIdx[slotTrackBase] < sortIdx[slotTrackBase+2] && sortIdx[slotTrackBase+2] < sortIdx[2]) {
+		t.Errorf("sort indices %v: slots in order, then CPUs", sortIdx)
+	}
+}
+
+func TestTaskTraceName(t *testing.T) {
+	for _, tc := range []struct {
+		task Task
+		want string
+	}{
+		{Task{ID: "line 3", Shell: "gcc -c a.c -o obj/a.o -O2", Pos: Pos{File: "c.txt", Line: 3}}, "obj/a.o"},
+		{Task{ID: "line 4", Shell: "sleep 1", Pos: Pos{File: "c.txt", Line: 4}}, "sleep 1"},
+		{Task{ID: "line 5", Shell: "cc -o \"$OUT\" x.c", Pos: Pos{File: "c.txt", Line: 5}}, "cc -o \"$OUT\" x.c"},
+		{Task{ID: "link", Cmd: []string{"cc", "-o", "my app", "a.o"}}, "my app"},
+		{Task{ID: "gen", Shell: "./gen > x.h"}, "gen"},
+		{Task{ID: "a.o", Cmd: []string{"cc", "-c", "a.c"}}, "a.o"},
+	} {
+		if got := tc.task.TraceName(); got != tc.want {
+			t.Errorf("%q: TraceName %q, want %q", tc.task.CommandLine(), got, tc.want)
+		}
 	}
 }

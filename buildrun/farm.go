@@ -254,16 +254,16 @@ func remoteError(l farm.Lease, r *proc.Result) error {
 	return fmt.Errorf("%s: %w", l.Host.Addr(), err)
 }
 
-// traceSpans records a farm task: its preprocessing on the local CPU's
-// track, the remote step on the host's track.
+// traceSpans records a farm task: its preprocessing on a slot track (its
+// CPU and node in the args), the remote step on the host's track.
 func (x *farmExec) traceSpans(t *buildgraph.Task, l farm.Lease, pres, rres *proc.Result, how string) {
 	if x.trace == nil {
 		return
 	}
-	x.trace.Span(max(pres.CPU, 0), t.ID+" (preprocess)", pres.Start, pres.End,
-		map[string]any{"pid": pres.Pid, "host": l.Host.Addr()})
+	x.trace.SlotSpan(t.TraceName()+" (preprocess)", pres.Start, pres.End,
+		map[string]any{"pid": pres.Pid, "cpu": pres.CPU, "node": pres.Node, "host": l.Host.Addr(), "id": t.ID})
 	if rres.Pid > 0 {
-		x.trace.Span(x.trace.HostTrack(l.Host.Addr()), t.ID, rres.Start, rres.End,
+		x.trace.Span(x.trace.HostTrack(l.Host.Addr()), t.TraceName(), rres.Start, rres.End,
 			map[string]any{"cmd": t.CommandLine(), "host": l.Host.Addr(), "result": how, "exit": rres.ExitCode})
 	}
 }

@@ -39,8 +39,8 @@ type Options struct {
 	// History, when not nil, weights the critical path and receives the
 	// duration of every successful task. Saving it is the caller's job.
 	History *buildgraph.History
-	// Trace, when not nil, receives one span per task that ran, on the
-	// track of its CPU.
+	// Trace, when not nil, receives one span per task that ran, on a slot
+	// track (TraceWriter.TaskSpan), its CPU and node in the args.
 	Trace *buildgraph.TraceWriter
 	// Process configures the runner (pinning, grace period, output limit,
 	// subreaper); its Slots is ignored (see Slots above).
@@ -421,13 +421,13 @@ func (b *build) finish(t *buildgraph.Task, res *proc.Result, peak int64) {
 	}
 	if b.opts.Trace != nil && res.Pid > 0 && !b.farm.ranRemote(res) {
 		r := buildgraph.Result{Task: t, Outcome: o, Start: res.Start, End: res.End}
-		extra := map[string]any{"pid": res.Pid, "user_ms": res.User.Milliseconds(), "sys_ms": res.Sys.Milliseconds()}
+		extra := map[string]any{"pid": res.Pid, "cpu": res.CPU, "node": res.Node, "user_ms": res.User.Milliseconds(), "sys_ms": res.Sys.Milliseconds()}
 		if res.Signal != 0 {
 			extra["signal"] = res.Signal.String()
 		} else {
 			extra["exit"] = res.ExitCode
 		}
-		b.opts.Trace.TaskSpan(max(res.CPU, 0), r, extra)
+		b.opts.Trace.TaskSpan(r, extra)
 	}
 	b.mu.Lock()
 	if o != buildgraph.Succeeded || !b.opts.ReleaseSucceeded {

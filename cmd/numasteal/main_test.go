@@ -18,7 +18,9 @@ import (
 func TestMain(m *testing.M) {
 	supervise.MaybeWatchdog()
 	if strings.HasPrefix(filepath.Base(os.Getenv("XDG_STATE_HOME")), "numasteal-state") {
-		os.Exit(m.Run())
+		code := m.Run()
+		removeBinary()
+		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "numasteal-state")
 	if err != nil {
@@ -26,6 +28,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_STATE_HOME", dir)
 	code := m.Run()
+	removeBinary()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

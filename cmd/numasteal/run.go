@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -87,15 +88,24 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageError(fs, stderr, errors.New("want exactly one FILE"))
 	}
 	if f.dir != "" {
+		// Absolute, for the cd lines of -n (run_dryrun.go).
+		if abs, err := filepath.Abs(f.dir); err == nil {
+			f.dir = abs
+		}
 		if err := os.Chdir(f.dir); err != nil {
 			fmt.Fprintf(stderr, "numasteal run: -C: %v\n", err)
 			return exitFail
 		}
 	}
-	g, code, ok := checkRun(&f, flagsSet(fs), fs.Arg(0), stderr) // run_check.go
+	file := fs.Arg(0)
+	if f.dir != "" && !filepath.IsAbs(file) {
+		file = filepath.Join(f.dir, file) // named so in every message
+	}
+	in, code, ok := checkRun(&f, flagsSet(fs), file, stderr) // run_check.go
 	if !ok {
 		return code
 	}
+	g, hist := in.g, in.hist
 	bad := func(err error) int {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitUsage
@@ -120,13 +130,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := g.CheckPrograms(os.Getenv("PATH")); err != nil {
 		return bad(err)
 	}
-	var hist *buildgraph.History
-	if f.history != "" {
-		if hist, err = buildgraph.LoadHistory(f.history); err != nil {
-			return bad(err)
-		}
-	}
-
 	if f.dryRun {
 		if err := dryRun(stdout, g, f, hist); err != nil { // run_dryrun.go
 			return bad(err)
@@ -188,7 +191,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	var trace *buildgraph.TraceWriter
 	if f.trace != "" {
-		trace = buildgraph.NewTraceWriter(start, "numasteal run "+fs.Arg(0))
+		trace = buildgraph.NewTraceWriter(start, "numasteal run "+file)
 	}
 	disp := newProgressDisplay(stdout, f.progress, f.quiet, f.verbose) // run_progress.go
 	mem := runMemory(f.memMB, stderr)                                  // run_memory.go
@@ -231,11 +234,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	printSummary(stdout, rep)
 	printMemory(stdout, rep.Memory)
 	rf.printStats(stdout)
-	if hist != nil {
+	if hist != nil && in.saveHist {
 		hist.Retain(g)
 		if err := hist.Save(f.history); err != nil {
-			fmt.Fprintf(stderr, "numasteal run: %v\n", err)
-			code = exitFail
+			// As when checkRun finds it cannot be saved: a warning.
+			if e := errors.Unwrap(err); e != nil {
+				err = e // the path is in the sentence already
+			}
+			fmt.Fprintf(stderr, "numasteal run: warning: the history %s was not saved (%v)\n", f.history, err)
 		}
 	}
 	if trace != nil {

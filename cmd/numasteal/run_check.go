@@ -28,16 +28,32 @@ import (
 // depend on the flag package that parsed them; checkRun needs only to know
 // which flags were given (isSet).
 
+// runInput is what checkRun read for the run: the workload, and the
+// history (nil without --history) with whether the run may save it.
+type runInput struct {
+	g        *buildgraph.Graph
+	hist     *buildgraph.History
+	saveHist bool
+}
+
 // checkRun runs every check of a "numasteal run" of file with flags f,
-// printing each problem to stderr, and returns the workload it loaded
-// and checked, which the run uses (a second load would cost its time and
-// hold two graphs of a large file at once). ok is false when the run
-// must stop with code (exitUsage). Warnings (a history with bad lines,
-// which is used without them) are printed and do not stop the run.
-func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.Writer) (g *buildgraph.Graph, code int, ok bool) {
-	bad := func(err error) (*buildgraph.Graph, int, bool) {
+// printing each problem to stderr, and returns the workload and history
+// it loaded and checked, which the run uses (a second load would cost its
+// time and hold two graphs of a large file at once). ok is false when the
+// run must stop with code (exitUsage). Warnings (a history with bad lines,
+// which is used without them; a history that cannot be saved) are printed
+// and do not stop the run.
+//
+// The history is the run's own bookkeeping, not something the user asked
+// to make: when it cannot be saved (its directory takes no new file, the
+// key of its command hashes cannot be read or made), the build runs and
+// one warning says the history will not be saved. Only a --history that
+// must not be replaced (not a history, not a regular file, the workload,
+// the trace) stops the run.
+func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.Writer) (in runInput, code int, ok bool) {
+	bad := func(err error) (runInput, int, bool) {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
-		return nil, exitUsage, false
+		return runInput{}, exitUsage, false
 	}
 	for _, err := range []error{checkJobs(f.jobs, isSet("jobs")), checkTimeout(f.timeout), checkMem(f.memMB)} {
 		if err != nil {
@@ -48,12 +64,13 @@ func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.
 	if err != nil {
 		return bad(err)
 	}
-	outs := []outputPath{{"--trace", f.trace}, {"--history", f.history}}
+	in.g = g
+	outs := []outputPath{{"--trace", f.trace, false}, {"--history", f.history, true}}
 	if err := checkOutputs(file, outs); err != nil {
 		return bad(err)
 	}
 	if f.history != "" {
-		_, skipped, err := buildgraph.ReadHistoryFile(f.history)
+		hist, skipped, err := buildgraph.ReadHistoryFile(f.history)
 		if err != nil {
 			return bad(fmt.Errorf("--history %s: %w; refusing to replace it (remove it or name another file)", f.history, err))
 		}
@@ -62,6 +79,15 @@ func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.
 				fmt.Fprintf(stderr, "numasteal run: warning: %s\n", line)
 			}
 			fmt.Fprintf(stderr, "numasteal run: warning: --history %s: the lines above are ignored, and dropped when the history is saved\n", f.history)
+		}
+		in.hist, in.saveHist = hist, true
+		why := checkWritable(f.history)
+		if why == nil {
+			why = hist.KeyErr()
+		}
+		if why != nil {
+			fmt.Fprintf(stderr, "numasteal run: warning: the history %s will not be saved (%v); the build runs\n", f.history, why)
+			in.saveHist = false
 		}
 	}
 	if err := checkTaskDirs(g); err != nil {
@@ -72,7 +98,7 @@ func checkRun(f *runFlags, isSet func(name string) bool, file string, stderr io.
 			return bad(err)
 		}
 	}
-	return g, exitOK, true
+	return in, exitOK, true
 }
 
 // flagsSet returns whether fs was given a flag of the name, for checkRun.
@@ -119,7 +145,12 @@ func checkWorkload(file, format string) (*buildgraph.Graph, error) {
 }
 
 // outputPath is a file the run will write, and the flag that names it.
-type outputPath struct{ flag, path string }
+// A file the run may do without (the history) is optional: checkOutputs
+// does not check that it can be written (checkRun warns instead).
+type outputPath struct {
+	flag, path string
+	optional   bool
+}
 
 // checkOutputs checks the files the run writes (an empty path is none):
 // none may be the workload or another output, and each must be writable
@@ -140,6 +171,9 @@ func checkOutputs(input string, outs []outputPath) error {
 			if p.path != "" && samePath(p.path, o.path) {
 				return fmt.Errorf("%s %s: is also %s; give them different files", o.flag, o.path, p.flag)
 			}
+		}
+		if o.optional {
+			continue
 		}
 		if err := checkWritable(o.path); err != nil {
 			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)

@@ -27,7 +27,9 @@ func TestRunCheckBadInput(t *testing.T) {
 	os.WriteFile(sparse, nil, 0o644)
 	os.Truncate(sparse, 2<<30)
 	big := writeFile(t, dir, "big.json", `{"tasks":[{"id":"a","shell":"`+touch+`","cpus":4096}]}`)
-	fat := writeFile(t, dir, "fat.json", `{"tasks":[{"id":"a","shell":"`+touch+`"},{"id":"b","shell":"`+touch+`","mem_mb":900}]}`)
+	fatJSON := `{"tasks":[{"id":"a","shell":"` + touch + `"},{"id":"b","shell":"` + touch + `","mem_mb":900}]}`
+	fat := writeFile(t, dir, "fat.json", fatJSON)
+	fatCol := strconv.Itoa(strings.Index(fatJSON, `{"id":"b"`) + 1) // the temporary directory's name varies in length
 	cwd := writeFile(t, dir, "cwd.json", `{"tasks":[
  {"id":"a","shell":"`+touch+`"},
  {"id":"b","shell":"true","cwd":"`+dir+`/nodir"},
@@ -57,7 +59,7 @@ func TestRunCheckBadInput(t *testing.T) {
 		{[]string{"--trace", dir, cmds}, "--trace " + dir + ": is a directory"},
 		{[]string{"--trace", "/dev/null", cmds}, "--trace /dev/null: exists and is not a regular file (a character device); numasteal replaces the file it writes, by rename"},
 		{[]string{"-j", "0", big}, big + `:1:11: task "a" needs 4096 CPU slots, more than the ` + itoaCPUs() + ` available`},
-		{[]string{"-j", "0", "--mem", "500", fat}, fat + `:1:85: task "b" needs 900 MB of memory, more than the 500 MB limit`},
+		{[]string{"-j", "0", "--mem", "500", fat}, fat + `:1:` + fatCol + `: task "b" needs 900 MB of memory, more than the 500 MB limit`},
 		{[]string{cwd}, cwd + `:3:2: task "b": working directory "` + dir + `/nodir": no such file or directory (and 1 other tasks)` + "\n" +
 			cwd + `:5:2: task "d": working directory "` + cmds + `": not a directory`},
 		{[]string{compdb}, compdb + `:1:2: task "a.c": working directory "` + dir + `/gone": no such file or directory`},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	goruntime "runtime"
 
 	"github.com/numasteal/numasteal/buildgraph"
@@ -14,7 +15,8 @@ import (
 // slots, memory and pool limits), with no process behind it: the tasks
 // handed out are taken to end in the order they started, each as soon as
 // nothing more can start. A task whose Cwd is set is printed as
-// "cd DIR && COMMAND", so the output is a shell script of the build.
+// "cd DIR && COMMAND", so the output is a shell script of the build;
+// with -C every task is, DIR absolute, so the script runs from anywhere.
 func dryRun(w io.Writer, g *buildgraph.Graph, f runFlags, hist *buildgraph.History) error {
 	slots := f.jobs
 	if slots < 0 {
@@ -29,8 +31,8 @@ func dryRun(w io.Writer, g *buildgraph.Graph, f runFlags, hist *buildgraph.Histo
 		t, ok := sched.Next()
 		if ok {
 			running = append(running, t)
-			if t.Cwd != "" {
-				fmt.Fprintf(w, "cd %s && ", buildgraph.QuoteWords([]string{t.Cwd}))
+			if dir := dryRunDir(t.Cwd, f.dir); dir != "" {
+				fmt.Fprintf(w, "cd %s && ", buildgraph.QuoteWords([]string{dir}))
 			}
 			if _, err := fmt.Fprintln(w, t.CommandLine()); err != nil {
 				return err
@@ -45,4 +47,17 @@ func dryRun(w io.Writer, g *buildgraph.Graph, f runFlags, hist *buildgraph.Histo
 		running = running[1:]
 	}
 	return nil
+}
+
+// dryRunDir is the directory a task's line of -n changes to: its Cwd,
+// under the absolute directory of -C (base) if it has one, or base
+// itself for a task with no Cwd; "" when neither is set.
+func dryRunDir(cwd, base string) string {
+	switch {
+	case base == "" || filepath.IsAbs(cwd):
+		return cwd
+	case cwd == "":
+		return base
+	}
+	return filepath.Join(base, cwd)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -143,5 +144,51 @@ func TestRunVerboseAndDirectory(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, dir, "-C", filepath.Join(dir, "nonexistent"), "c.txt"); code != exitFail || !strings.Contains(errOut, "-C") {
 		t.Errorf("-C to a missing directory: exit %d, %s", code, errOut)
+	}
+}
+
+// -n with -C DIR (here relative) prints a script that runs from any
+// directory: every line starts with "cd /abs/DIR && ", a task's relative
+// cwd under DIR.
+func TestRunDryRunDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "g.json", `{"tasks": [
+		{"id": "top", "shell": "echo top > top.txt"},
+		{"id": "sub", "shell": "echo sub > sub.txt", "cwd": "sub", "deps": ["top"]}
+	]}`)
+	t.Chdir(filepath.Dir(dir))
+	code, out, errOut := runCmd(t, dir, "-n", "-C", filepath.Base(dir), "g.json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	want := "cd " + dir + " && echo top > top.txt\ncd " + filepath.Join(dir, "sub") + " && echo sub > sub.txt\n"
+	if out != want {
+		t.Errorf("stdout\n%s\nwant\n%s", out, want)
+	}
+	sh := exec.Command("/bin/sh", "-e")
+	sh.Stdin = strings.NewReader(out)
+	sh.Dir = t.TempDir()
+	if b, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the script from another directory: %v\n%s", err, b)
+	}
+	for name, content := range map[string]string{"top.txt": "top\n", "sub/sub.txt": "sub\n"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != content {
+			t.Errorf("%s = %q, %v", name, b, err)
+		}
+	}
+}
+
+// -C DIR with a relative FILE that does not exist: the one line of the
+// message names the file under DIR, not the bare name.
+func TestRunDirectoryMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(t.TempDir())
+	code, out, errOut := runCmd(t, dir, "-C", dir, "c20.txt")
+	want := "numasteal run: open " + filepath.Join(dir, "c20.txt") + ": no such file or directory\n"
+	if code != exitUsage || errOut != want || out != "" {
+		t.Errorf("exit %d, stderr %q, want 2 and %q; stdout %q", code, errOut, want, out)
 	}
 }

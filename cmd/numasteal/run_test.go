@@ -147,7 +147,7 @@ func TestRunBadFlags(t *testing.T) {
 }
 
 // -j 0 admits everything and still completes; the trace has one complete
-// event per task on a CPU track, with its command.
+// event per task on a slot track, with its command.
 func TestRunUnlimitedAdmissionAndTrace(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
@@ -190,7 +190,7 @@ func TestRunUnlimitedAdmissionAndTrace(t *testing.T) {
 			tracks[ev.Tid], _ = ev.Args["name"].(string)
 		}
 	}
-	if spans != 24 || len(tracks) == 0 || !strings.HasPrefix(tracks[firstKey(tracks)], "CPU ") {
+	if spans != 24 || len(tracks) == 0 || !strings.HasPrefix(tracks[firstKey(tracks)], "slot ") {
 		t.Errorf("%d spans, tracks %v", spans, tracks)
 	}
 }

@@ -206,3 +206,7 @@ func (f *fallbackWriter) Write(p []byte) (int, error) {
 	}
 	return f.alt.Write(p)
 }
+
+// Unwrap returns the writer f writes to first, so that isTerminal sees
+// the terminal behind f.
+func (f *fallbackWriter) Unwrap() io.Writer { return f.w }
