@@ -122,6 +122,30 @@ func (b *limitedBuild) checkBuilt(out string) {
 	}
 }
 
+// start runs make in the background: done closes when it has ended, and
+// out and err are its output and error then.
+func (b *limitedBuild) start() (done chan struct{}, out *string, err *error) {
+	done, out, err = make(chan struct{}), new(string), new(error)
+	go func() { *out, *err = b.make(); close(done) }()
+	return done, out, err
+}
+
+// compilePid waits for a memhog compile to run in the group and returns
+// its pid.
+func (b *limitedBuild) compilePid() int {
+	var pid int
+	poll(b.t, "the compile to start", func() bool {
+		for _, p := range b.g.Pids() {
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(cmd), "memhog") {
+				pid = p
+				return true
+			}
+		}
+		return false
+	})
+	return pid
+}
+
 // runsOf returns how many times the compile of obj started.
 func (b *limitedBuild) runsOf(obj string) int {
 	data, _ := os.ReadFile(b.runs)
@@ -154,10 +178,7 @@ func TestMemoryOOMRetried(t *testing.T) {
 	b := newLimitedBuild(t, 320<<20, []int{200}, 3000)
 	hogSrc := filepath.Join(b.src, "hog.c")
 	os.WriteFile(hogSrc, []byte("/* memhog mem=220 ms=0 */\n"), 0o644)
-	done := make(chan struct{})
-	var out string
-	var err error
-	go func() { out, err = b.make(); close(done) }()
+	done, out, err := b.start()
 	poll(t, "the compile to hold 100 MiB", func() bool {
 		for _, p := range b.g.Pids() {
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
@@ -177,13 +198,13 @@ func TestMemoryOOMRetried(t *testing.T) {
 	// is the test's.
 	hout, herr := hog.CombinedOutput()
 	<-done
-	if err != nil {
-		t.Fatalf("make failed: %v\n%s", err, out)
+	if *err != nil {
+		t.Fatalf("make failed: %v\n%s", *err, *out)
 	}
 	retries, runs := b.e.status("oom_retries"), b.runsOf("f000.o")
 	t.Logf("%d OOM kills in the group, %s retries, %d runs of the compile; the other program: %v %s", b.g.OOMKills(), retries, runs, herr, hout)
 	if runs < 2 || retries != fmt.Sprint(runs-1) {
-		t.Errorf("want the compile OOM-killed and run again once per kill: %s retries, %d runs\n%s", retries, runs, out)
+		t.Errorf("want the compile OOM-killed and run again once per kill: %s retries, %d runs\n%s", retries, runs, *out)
 	}
 }
 
@@ -191,27 +212,15 @@ func TestMemoryOOMRetried(t *testing.T) {
 // (no OOM kill counted) is not run again: make sees it killed.
 func TestMemoryUserKillNotRetried(t *testing.T) {
 	b := newLimitedBuild(t, 400<<20, []int{10}, 60000)
-	done := make(chan struct{})
-	var out string
-	var err error
-	go func() { out, err = b.make(); close(done) }()
-	var pid int
-	poll(t, "the compile to start", func() bool {
-		for _, p := range b.g.Pids() {
-			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(cmd), "memhog") {
-				pid = p
-				return true
-			}
-		}
-		return false
-	})
+	done, out, err := b.start()
+	pid := b.compilePid()
 	syscall.Kill(pid, syscall.SIGKILL)
 	<-done
-	if err == nil {
-		t.Fatalf("make succeeded after its compile was killed:\n%s", out)
+	if *err == nil {
+		t.Fatalf("make succeeded after its compile was killed:\n%s", *out)
 	}
 	if n := b.runsOf("f000.o"); n != 1 {
-		t.Errorf("the killed compile ran %d times, want once\n%s", n, out)
+		t.Errorf("the killed compile ran %d times, want once\n%s", n, *out)
 	}
 }
 
@@ -224,10 +233,7 @@ func TestMemoryOtherProgram(t *testing.T) {
 	b := newLimitedBuild(t, 560<<20, []int{150, 150, 150, 150, 150, 150, 150, 150}, 1500)
 	hogSrc := filepath.Join(b.src, "hog.c")
 	os.WriteFile(hogSrc, []byte("/* memhog mem=220 ms=3000 */\n"), 0o644)
-	done := make(chan struct{})
-	var out string
-	var err error
-	go func() { out, err = b.make(); close(done) }()
+	done, out, err := b.start()
 	poll(t, "two objects built", func() bool {
 		n := 0
 		for _, o := range b.objs {
@@ -242,10 +248,10 @@ func TestMemoryOtherProgram(t *testing.T) {
 		t.Fatalf("the other program failed (killed by the OOM killer?): %v\n%s", err, hout)
 	}
 	<-done
-	if err != nil {
-		t.Fatalf("make failed: %v\n%s", err, out)
+	if *err != nil {
+		t.Fatalf("make failed: %v\n%s", *err, *out)
 	}
-	b.checkBuilt(out)
+	b.checkBuilt(*out)
 	t.Logf("%d OOM kills, %s freezes, %s OOM retries", b.g.OOMKills(), b.e.status("freezes"), b.e.status("oom_retries"))
 	if b.g.OOMKills() != 0 {
 		t.Errorf("%d OOM kills in the group", b.g.OOMKills())
@@ -258,20 +264,8 @@ func TestMemoryOtherProgram(t *testing.T) {
 // build completes instead of hanging.
 func TestMemoryDaemonDiesWhileFrozen(t *testing.T) {
 	b := newLimitedBuild(t, 400<<20, []int{10}, 1500)
-	done := make(chan struct{})
-	var out string
-	var err error
-	go func() { out, err = b.make(); close(done) }()
-	var pid int
-	poll(t, "the compile to start", func() bool {
-		for _, p := range b.g.Pids() {
-			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(cmd), "memhog") {
-				pid = p
-				return true
-			}
-		}
-		return false
-	})
+	done, out, err := b.start()
+	pid := b.compilePid()
 	syscall.Kill(pid, syscall.SIGSTOP)
 	poll(t, "the compile to stop", func() bool {
 		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -284,10 +278,10 @@ func TestMemoryDaemonDiesWhileFrozen(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGCONT)
 		t.Fatal("the build hangs on the stopped compile after the daemon died")
 	}
-	if err != nil {
-		t.Fatalf("make failed: %v\n%s", err, out)
+	if *err != nil {
+		t.Fatalf("make failed: %v\n%s", *err, *out)
 	}
-	b.checkBuilt(out)
+	b.checkBuilt(*out)
 }
 
 // TestMemoryFirstRunMixed: a first build of small compiles (20 MiB) and
