@@ -59,9 +59,10 @@ func (c *Config) program() (prog string, argv []string, stderr io.Writer, code i
 }
 
 // execDirect replaces the launcher with the command (the fallback: no
-// slot, nothing to report, and one process fewer).
-func execDirect(progName, prog string, argv, env []string, stderr io.Writer) int {
-	undo := beforeExec()
+// slot, nothing to report, and one process fewer), with the signal
+// dispositions and mask the launcher inherited (in).
+func execDirect(in inherited, progName, prog string, argv, env []string, stderr io.Writer) int {
+	undo := in.beforeExec()
 	err := syscall.Exec(prog, argv, env)
 	undo()
 	fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, err)

@@ -27,13 +27,13 @@ import (
 // Pdeathsig, and the kernel sends it when the forking thread ends.
 func Run(c Config) int {
 	runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
-	startSignals()         // before any signal.Notify: see signals_linux.go
+	in := startSignals()   // before any signal.Notify: see signals_linux.go
 	prog, argv, stderr, code := c.program()
 	if code != 0 {
 		return code
 	}
 	if os.Getenv(SlotEnv) != "" || os.Getenv("NUMASTEAL_LAUNCH") == "off" {
-		return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
+		return execDirect(in, c.Prog, prog, argv, os.Environ(), stderr)
 	}
 
 	paths := PathsFromEnv(os.Getenv)
@@ -78,7 +78,7 @@ func Run(c Config) int {
 		}
 		warnOnce(paths, localBuild(build), stderr, fmt.Sprintf(
 			"%s: warning: running commands of this build directly, without the daemon's slots: %v", c.Prog, err))
-		return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
+		return execDirect(in, c.Prog, prog, argv, os.Environ(), stderr)
 	}
 	slot, err := acquire(paths, serve, os.Getenv, req)
 	if err != nil {
@@ -87,7 +87,7 @@ func Run(c Config) int {
 	if host, _ := slot.grant.Get("host"); host != "" {
 		code, retry := 0, true
 		if distcc, ok := findDistcc(prog); ok {
-			code, retry = runRemote(c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
+			code, retry = runRemote(in, c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
 		} else {
 			slot.conn.Close() // no distcc: the lease goes back unused
 		}
@@ -107,13 +107,13 @@ func Run(c Config) int {
 			return direct(err)
 		}
 	}
-	return runLocal(c.Prog, prog, argv, slot, stderr)
+	return runLocal(in, c.Prog, prog, argv, slot, stderr)
 }
 
 // runLocal runs the command prog argv in the local slot granted: pinned to
 // its CPU, then handed off (exec in the launcher's place) or measured
 // (forked, waited for and reported).
-func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer) int {
+func runLocal(in inherited, progName, prog string, argv []string, slot *slot, stderr io.Writer) int {
 	if cpu, ok := slot.grant.Int("cpu"); ok && cpu >= 0 {
 		// The command inherits the forking thread's mask (this one).
 		// A refused pin (the CPU left our cpuset) costs only placement.
@@ -126,10 +126,10 @@ func runLocal(progName, prog string, argv []string, slot *slot, stderr io.Writer
 		// the connection (close-on-exec). A daemon gone meanwhile only
 		// loses the slot's end: the command runs, once.
 		slot.conn.Send(NewMsg("exec"))
-		return execDirect(progName, prog, argv, env, stderr)
+		return execDirect(in, progName, prog, argv, env, stderr)
 	}
 	for {
-		ch, err := runChild(prog, argv, env, slot.conn)
+		ch, err := runChild(in, prog, argv, env, slot.conn)
 		if err != nil {
 			slot.conn.Close()
 			fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, startError(err))
@@ -199,7 +199,7 @@ const remoteIOTimeout = "120"
 // the launcher's exit status, or retry when distcc failed and the compile
 // must run here. A distcc killed by any other signal (Ctrl-C, make's
 // SIGTERM) kills the launcher likewise.
-func runRemote(progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
+func runRemote(in inherited, progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
 	env := withEnv(os.Environ(), SlotEnv, s.job)
 	for _, kv := range [...][2]string{
 		{"DISTCC_HOSTS", host}, {"DISTCC_FALLBACK", "0"}, {"DISTCC_SKIP_LOCAL_RETRY", "1"},
@@ -213,7 +213,7 @@ func runRemote(progName, distcc string, argv []string, host string, s *slot, std
 	if os.Getenv("DISTCC_LOG") == "" {
 		env = withEnv(env, "DISTCC_LOG", os.DevNull)
 	}
-	ch, err := runChild(distcc, append([]string{distcc}, argv...), env, s.conn)
+	ch, err := runChild(in, distcc, append([]string{distcc}, argv...), env, s.conn)
 	st, wall := ch.st, ch.wall
 	if err != nil && !ch.started {
 		// Nothing ran: the lease goes back unused, the compile runs here.
@@ -341,13 +341,13 @@ func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slo
 // SIGKILL.
 type caught struct{ ch chan os.Signal }
 
-func notifySignals() caught {
+func notifySignals(in inherited) caught {
 	c := caught{make(chan os.Signal, 4)}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM} {
 		// Notify would un-ignore a signal the launcher inherited ignored,
 		// and the command would get its default.
-		if !startup.ignoredAt(sig) {
+		if !in.ignoredAt(sig) {
 			signal.Notify(c.ch, sig)
 		}
 	}
@@ -485,8 +485,8 @@ type child struct {
 // signals the launcher receives forwarded, and waits for it. A signal
 // caught before the fork ends the launcher as the signal asks (conn is
 // closed first: nothing ran).
-func runChild(prog string, argv, env []string, conn *Conn) (ch child, err error) {
-	signals := notifySignals()
+func runChild(in inherited, prog string, argv, env []string, conn *Conn) (ch child, err error) {
+	signals := notifySignals(in)
 	select {
 	case sig := <-signals.ch:
 		conn.Close()
@@ -494,7 +494,7 @@ func runChild(prog string, argv, env []string, conn *Conn) (ch child, err error)
 	default:
 	}
 	start := time.Now()
-	undo := startMask()
+	undo := in.startMask()
 	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},

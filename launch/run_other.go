@@ -13,7 +13,10 @@ func Run(c Config) int {
 	if code != 0 {
 		return code
 	}
-	return execDirect(c.Prog, prog, argv, os.Environ(), stderr)
+	return execDirect(inherited{}, c.Prog, prog, argv, os.Environ(), stderr)
 }
 
-func beforeExec() (undo func()) { return func() {} }
+// inherited is empty off Linux: the command gets what exec gives it.
+type inherited struct{}
+
+func (inherited) beforeExec() (undo func()) { return func() {} }

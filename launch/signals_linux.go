@@ -34,17 +34,16 @@ type inherited struct {
 	maskKnown bool
 }
 
-// startup is read once, by Run, before anything calls signal.Notify.
-var startup inherited
-
 // sigIgn is SIG_IGN as rt_sigaction takes it.
 const sigIgn = 1
 
-// startSignals records the inherited dispositions and mask, and ignores
+// startSignals returns the inherited dispositions and mask, and ignores
 // again in the launcher the signals that were ignored (so that neither the
 // launcher nor a child it forks is killed by one), except SIGCHLD, whose
-// SIG_IGN would reap the measured command before the launcher's wait.
-func startSignals() {
+// SIG_IGN would reap the measured command before the launcher's wait. Run
+// calls it first, before anything calls signal.Notify, and passes what it
+// returns to every exec and fork.
+func startSignals() (startup inherited) {
 	fwd, mask := runtimeSignalState()
 	for sig := 1; sig <= 64; sig++ {
 		h, ok := sigHandler(sig)
@@ -60,6 +59,7 @@ func startSignals() {
 			signal.Ignore(syscall.Signal(sig))
 		}
 	}
+	return startup
 }
 
 func (in inherited) ignoredAt(sig syscall.Signal) bool {
@@ -69,13 +69,13 @@ func (in inherited) ignoredAt(sig syscall.Signal) bool {
 // beforeExec sets, in the calling thread, every inherited SIG_IGN and the
 // inherited mask, for the exec that follows; undo puts the mask back when
 // the exec failed.
-func beforeExec() (undo func()) {
+func (in inherited) beforeExec() (undo func()) {
 	for sig := 1; sig <= 64; sig++ {
-		if startup.ignoredAt(syscall.Signal(sig)) {
+		if in.ignoredAt(syscall.Signal(sig)) {
 			setHandler(sig, sigIgn)
 		}
 	}
-	return startMask()
+	return in.startMask()
 }
 
 // startMask sets the calling thread's signal mask to the inherited one,
@@ -83,14 +83,14 @@ func beforeExec() (undo func()) {
 // child the forking thread's mask), and returns the function that puts
 // the runtime's back. The launcher still gets the signals the mask
 // blocks: its other threads take them.
-func startMask() (undo func()) {
-	if !startup.maskKnown {
+func (in inherited) startMask() (undo func()) {
+	if !in.maskKnown {
 		return func() {}
 	}
 	runtime.LockOSThread()
 	var set, old unix.Sigset_t
 	for sig := 1; sig <= 64; sig++ {
-		if startup.mask&(1<<(sig-1)) != 0 {
+		if in.mask&(1<<(sig-1)) != 0 {
 			w := uint(sig-1) / uint(8*unsafe.Sizeof(set.Val[0]))
 			set.Val[w] |= 1 << (uint(sig-1) % uint(8*unsafe.Sizeof(set.Val[0])))
 		}
