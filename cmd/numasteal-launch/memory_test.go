@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/internal/memtest"
+	"github.com/numasteal/numasteal/launch/daemon"
 )
 
 // TestMemoryBudget: eight "links" of 100 MiB each under a 300 MiB budget
@@ -146,6 +148,17 @@ func (b *limitedBuild) compilePid() int {
 	return pid
 }
 
+// built returns how many objects exist.
+func (b *limitedBuild) built() int {
+	n := 0
+	for _, o := range b.objs {
+		if _, err := os.Stat(filepath.Join(b.src, o)); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // runsOf returns how many times the compile of obj started.
 func (b *limitedBuild) runsOf(obj string) int {
 	data, _ := os.ReadFile(b.runs)
@@ -230,31 +243,46 @@ func TestMemoryUserKillNotRetried(t *testing.T) {
 // its memory; no compile is OOM-killed, the build completes, and once the
 // program is gone compiles run two at a time again.
 func TestMemoryOtherProgram(t *testing.T) {
-	b := newLimitedBuild(t, 560<<20, []int{150, 150, 150, 150, 150, 150, 150, 150}, 1500)
+	mib := make([]int, 12)
+	for i := range mib {
+		mib[i] = 150
+	}
+	b := newLimitedBuild(t, 560<<20, mib, 1500)
 	hogSrc := filepath.Join(b.src, "hog.c")
 	os.WriteFile(hogSrc, []byte("/* memhog mem=220 ms=3000 */\n"), 0o644)
 	done, out, err := b.start()
-	poll(t, "two objects built", func() bool {
-		n := 0
-		for _, o := range b.objs {
-			if _, err := os.Stat(filepath.Join(b.src, o)); err == nil {
-				n++
-			}
-		}
-		return n >= 2
-	})
+	poll(t, "two objects built", func() bool { return b.built() >= 2 })
 	hog := b.g.Command(exec.Command(filepath.Join(filepath.Dir(b.src), "memhog"), hogSrc, "-o", hogSrc+".o"))
 	if hout, err := hog.CombinedOutput(); err != nil {
 		t.Fatalf("the other program failed (killed by the OOM killer?): %v\n%s", err, hout)
+	}
+	left := len(b.objs) - b.built()
+	two := false
+	for !two {
+		select {
+		case <-done:
+		default:
+			var st daemon.Status
+			if json.Unmarshal([]byte(b.e.statusJSON()), &st) == nil && len(st.Running) == 2 {
+				two = true
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		break
 	}
 	<-done
 	if *err != nil {
 		t.Fatalf("make failed: %v\n%s", *err, *out)
 	}
 	b.checkBuilt(*out)
-	t.Logf("%d OOM kills, %s freezes, %s OOM retries", b.g.OOMKills(), b.e.status("freezes"), b.e.status("oom_retries"))
+	t.Logf("%d OOM kills, %s freezes, %s OOM retries; %d compiles left when the other program ended, two at once again: %v",
+		b.g.OOMKills(), b.e.status("freezes"), b.e.status("oom_retries"), left, two)
 	if b.g.OOMKills() != 0 {
 		t.Errorf("%d OOM kills in the group", b.g.OOMKills())
+	}
+	if !two && left >= 3 {
+		t.Errorf("%d compiles were left when the other program ended, and never two ran at once again", left)
 	}
 }
 
