@@ -265,10 +265,15 @@ func (g *Governor) OOMKilledSince(base int64) bool {
 	return err == nil && n > base
 }
 
-// Stats returns the counters and the last view.
+// Stats returns the counters and the last view; with no job watched
+// (nothing samples then) it samples first, so that a status page shows
+// the memory now.
 func (g *Governor) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if len(g.jobs) == 0 {
+		g.sampleLocked(time.Now())
+	}
 	st := g.stats
 	st.Sample = g.sample
 	st.Reserve, st.Budget = g.pol.Reserve(), g.pol.Budget()
