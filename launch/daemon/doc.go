@@ -117,6 +117,17 @@
 // command, waits for it and reports its peak RSS. Handed-off jobs count
 // as activity for the idle timeout, like connections.
 //
+// # Connections
+//
+// One goroutine serves a connection and reads it itself, through a
+// 512-byte buffer that a longer line outgrows only for that line; a
+// connection waiting for its grant is blocked in that read, which sees
+// the launcher go (a killed launcher's slot or place in the queue comes
+// back at once), and the admission wakes it with a read deadline in the
+// past. With ninja -j 1000 or make -j, most connections wait: each costs
+// its goroutine's stack, its socket and its job, about 14 KB
+// (docs/BENCHMARKS.md, "Daemon memory per waiting connection").
+//
 // # Placement
 //
 // Each admitted job gets a CPU from the balance policy's placement

@@ -397,8 +397,8 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	}
 	// One goroutine serves the connection, and reads it itself: most
 	// connections wait for a grant with nothing more to say, and one
-	// goroutine and a small buffer are all such a wait costs ("The daemon
-	// stays small" in the package documentation).
+	// goroutine and a small buffer are all such a wait costs ("Connections"
+	// in the package documentation).
 	r := bufio.NewReaderSize(c, connBuffer)
 	next := func() (launch.Msg, error) {
 		line, err := readLine(r)
