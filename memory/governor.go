@@ -136,11 +136,8 @@ func (g *Governor) Admit(need int64, running int) bool {
 	var m moves
 	if running == 0 {
 		g.pending = 0 // nothing of the owner's is admitted and not added
-		// Nothing runs: the job runs alone. The sample is for Ended's
-		// Available; the next question needs a plan that counts the job.
-		g.sampleLocked(time.Now())
-		g.sampled = time.Time{}
-	} else if time.Since(g.sampled) >= g.opts.Interval {
+	}
+	if time.Since(g.sampled) >= g.opts.Interval {
 		m = g.decideLocked(time.Now())
 	}
 	ok := g.plan.Fits(need, running)
@@ -242,7 +239,12 @@ func (g *Governor) Remove(id int64) Ended {
 	g.mu.Lock()
 	w := g.jobs[id]
 	delete(g.jobs, id)
-	g.sampled = time.Time{} // the plan counted the job: make it again
+	if w != nil && g.plan.Room != Unlimited {
+		// The plan counted what the job held and was expected to grow
+		// by; it gives both back until the next sample says more. A
+		// sample per job would cost a short task more than its run.
+		g.plan.Room += max(w.spec.Need, w.peak, w.used)
+	}
 	var e Ended
 	var spec JobSpec
 	if w != nil {
