@@ -265,10 +265,16 @@ func (g *Governor) OOMKilledSince(base int64) bool {
 	return err == nil && n > base
 }
 
-// Stats returns the counters and the last view.
+// Stats returns the counters and the last view. An idle Governor (no
+// job watched) does not sample on its own, so Stats reads its view afresh
+// when it is older than the sampling interval: the limit and the memory
+// available show before the first job and after the last.
 func (g *Governor) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if now := time.Now(); len(g.jobs) == 0 && now.Sub(g.sample.At) >= g.opts.Interval {
+		g.sampleLocked(now)
+	}
 	st := g.stats
 	st.Sample = g.sample
 	st.Reserve, st.Budget = g.pol.Reserve(), g.pol.Budget()
