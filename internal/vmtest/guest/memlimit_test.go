@@ -133,13 +133,10 @@ func TestMemoryLimitV2(t *testing.T) {
 		}
 	}
 
-	// Through the launcher and the daemon, twice: first with nothing
-	// learned, then with every compile's peak learned.
-	srv, sock := startDaemon(t, dir, daemon.Config{History: filepath.Join(dir, "peak-rss")})
-	if m := srv.Status().Memory; m.Limit != limit>>10 || m.LimitFile != wantFile {
-		t.Errorf("daemon status: limit %d KiB in %q, want %d KiB in %q", m.Limit, m.LimitFile, limit>>10, wantFile)
-	}
-	for round := 1; round <= 2; round++ {
+	// build compiles every source at once through the launcher and the
+	// daemon of sock, checks that each succeeded and wrote its object,
+	// and returns the OOM kills in the group meanwhile.
+	build := func(name string, srv *daemon.Server, sock string) int64 {
 		before := group.OOMKills()
 		start := time.Now()
 		errs := compileAll(t, srcs, func(src string) *exec.Cmd {
@@ -149,19 +146,41 @@ func TestMemoryLimitV2(t *testing.T) {
 		})
 		for i, err := range errs {
 			if err != nil {
-				t.Errorf("build %d: compile of %s through the launcher: %v", round, filepath.Base(srcs[i]), err)
+				t.Errorf("%s: compile of %s through the launcher: %v", name, filepath.Base(srcs[i]), err)
 			} else if _, err := os.Stat(srcs[i] + ".o"); err != nil {
-				t.Errorf("build %d: %v", round, err)
+				t.Errorf("%s: %v", name, err)
 			}
 			os.Remove(srcs[i] + ".o")
 		}
-		m := srv.Status().Memory
+		st := srv.Status()
 		oom := group.OOMKills() - before
-		t.Logf("build %d: %d compiles of %d MiB through the launcher in %.1fs: %d OOM kills in the group, peak %d MiB, %d freezes, %d OOM retries, %d learned",
-			round, compiles, mib, time.Since(start).Seconds(), oom, group.Peak()>>20, m.Freezes, m.OOMRetries, srv.Status().Learned)
-		if oom != 0 {
-			t.Errorf("build %d: %d OOM kills in %s through the daemon, want 0", round, oom, group.Dir)
+		t.Logf("%s: %d compiles of %d MiB at once through the launcher in %.1fs: %d OOM kills in the group, peak %d MiB; daemon: %d freezes, %d OOM retries, %d learned",
+			name, compiles, mib, time.Since(start).Seconds(), oom, group.Peak()>>20, st.Memory.Freezes, st.Memory.OOMRetries, st.Learned)
+		return oom
+	}
+
+	// The daemon's defaults, twice: first with nothing learned (the first
+	// guess of a compile, 256 MiB, is more than the room beside a running
+	// one), then with every compile's peak learned.
+	srv, sock := startDaemon(t, t.TempDir(), daemon.Config{History: filepath.Join(dir, "peak-rss")})
+	if m := srv.Status().Memory; m.Limit != limit>>10 || m.LimitFile != wantFile {
+		t.Errorf("daemon status: limit %d KiB in %q, want %d KiB in %q", m.Limit, m.LimitFile, limit>>10, wantFile)
+	}
+	for _, name := range []string{"first build", "second build"} {
+		if oom := build(name, srv, sock); oom != 0 {
+			t.Errorf("%s: %d OOM kills in %s through the daemon, want 0", name, oom, group.Dir)
 		}
+	}
+
+	// A first guess far too low: the daemon admits every compile at once,
+	// and when freezing the newest cannot keep them within the limit
+	// (without swap a frozen job gives nothing back), it tells the
+	// kernel's OOM kills from the group's memory.events and runs those
+	// compiles again: the build still succeeds.
+	srv, sock = startDaemon(t, t.TempDir(), daemon.Config{History: filepath.Join(dir, "peak-rss-low"), GuessCompile: 16 << 20})
+	oom := build("first build, guess 16 MiB", srv, sock)
+	if retries := srv.Status().Memory.OOMRetries; retries != oom {
+		t.Errorf("first build, guess 16 MiB: %d OOM kills in the group, %d OOM retries by the daemon; want every kill seen and retried", oom, retries)
 	}
 
 	// Two at once, without the daemon: the kernel kills.
