@@ -77,8 +77,9 @@ func alloc(args []string) int {
 // the limit, started all at once through the launcher and the daemon (in
 // this process), first with no peak learned and then with every peak
 // learned, all succeed and the group's memory.events counts no OOM kill;
-// two of them at once without the daemon are OOM-killed (the limit
-// bites).
+// with a first guess far too low, every compile still succeeds, each OOM
+// kill run again; two of them at once without the daemon are OOM-killed
+// (the limit bites).
 func TestMemoryLimitV2(t *testing.T) {
 	l := layout(t)
 	if l.MemLimitMiB == 0 {
