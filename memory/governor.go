@@ -267,14 +267,15 @@ func (g *Governor) OOMKilledSince(base int64) bool {
 	return err == nil && n > base
 }
 
-// Stats returns the counters and the last view; with no job watched
-// (nothing samples then) it samples first, so that a status page shows
-// the memory now.
+// Stats returns the counters and the last view. An idle Governor (no
+// job watched) does not sample on its own, so Stats reads its view afresh
+// when it is older than the sampling interval: the limit and the memory
+// available show before the first job and after the last.
 func (g *Governor) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.jobs) == 0 {
-		g.sampleLocked(time.Now())
+	if now := time.Now(); len(g.jobs) == 0 && now.Sub(g.sample.At) >= g.opts.Interval {
+		g.sampleLocked(now)
 	}
 	st := g.stats
 	st.Sample = g.sample

@@ -384,3 +384,15 @@ func TestGovernorStress(t *testing.T) {
 	}
 	t.Logf("%d of %d jobs frozen at least once; %d freezes, %d thaws", frozen, len(all), st.Freezes, st.Thaws)
 }
+
+// TestGovernorStatsIdle: a Governor that watches no job, and so does not
+// sample on its own, still shows the memory as it is now, before its
+// first job and after a change.
+func TestGovernorStatsIdle(t *testing.T) {
+	gt := newGovTest(t, 700, Options{})
+	if st := gt.g.Stats(); st.Sample.MemAvailable != 700*miB || st.Sample.At.IsZero() {
+		t.Fatalf("idle Governor, before any job: MemAvailable %d MiB at %v, want 700 MiB now", st.Sample.MemAvailable/miB, st.Sample.At)
+	}
+	gt.setAvailable(500)
+	eventually(t, "Stats to show 500 MiB available", func() bool { return gt.g.Stats().Sample.MemAvailable == 500*miB })
+}

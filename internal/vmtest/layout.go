@@ -39,11 +39,16 @@ type Layout struct {
 	// Distances is the SLIT matrix in QEMU node order; nil means QEMU's
 	// default (10 local, 20 remote).
 	Distances [][]int `json:"distances,omitempty"`
+	// MemLimitMiB, when not 0, is the memory.max of the cgroup v2 group
+	// in which the guest's memory-limit check builds; the check runs only
+	// on layouts that set it.
+	MemLimitMiB int `json:"mem_limit_mib,omitempty"`
 }
 
 // Layouts returns the layouts the VM tests boot: two sockets of SMT cores
 // on two nodes, four nodes with unequal distances, a CPU-less node, a
-// memory-less node, and two nodes of unequal memory.
+// memory-less node, two nodes of unequal memory, and two nodes whose
+// builds run in a memory-limited cgroup v2 group.
 func Layouts() []Layout {
 	return []Layout{
 		{Name: "2sockets-4cores-2threads-2nodes", Sockets: 2, Dies: 1, Cores: 4, Threads: 2,
@@ -57,6 +62,8 @@ func Layouts() []Layout {
 			NodeCPUs: []string{"0-1", "2-3"}, NodeMemMB: []int{512, 0}},
 		{Name: "unequal-memory-nodes", Sockets: 1, Dies: 1, Cores: 4, Threads: 1,
 			NodeCPUs: []string{"0-1", "2-3"}, NodeMemMB: []int{192, 512}},
+		{Name: "cgroup2-memory-limit", Sockets: 1, Dies: 1, Cores: 4, Threads: 1,
+			NodeCPUs: []string{"0-1", "2-3"}, NodeMemMB: []int{512, 512}, MemLimitMiB: 256},
 	}
 }
 

@@ -50,9 +50,11 @@
 // job started: an OOM kill of a compile or a link that ran beside other
 // jobs, or below nine tenths of the memory available as it started, runs
 // again, at most twice, at the head of its build's queue with a need of
-// 5/4 of its peak (so it may run alone); the daemon answers with the new
-// grant and the launcher runs the command again, make seeing one
-// success. A job killed near all the memory it had alone fails once, the
+// 5/4 of its peak (so it may run alone); when nothing else of the daemon
+// runs, it waits, up to 30 s, until what it held when it was killed is
+// free again beyond the reserve (another program's memory coming back),
+// then runs alone. The daemon answers with the new grant and the
+// launcher runs the command again, make seeing one success. A job killed near all the memory it had alone fails once, the
 // daemon's "error code=oom" message (its peak and the limit) on the
 // launcher's stderr. A command the user killed, or a SIGKILL with no OOM
 // kill counted, is never run again. Handed-off jobs cannot be run again

@@ -195,7 +195,7 @@ func (s *Server) afterKillLocked(j *job, m launch.Msg, peak int64) (again *job, 
 		again = &job{
 			id: s.nextID, build: j.build, kind: j.kind, out: j.out, cmd: j.cmd, pid: j.pid, peer: j.peer,
 			need: max(j.need, peak+peak/4), learned: true, measure: true, local: true,
-			attempt: j.attempt + 1, cpu: -1, queued: time.Now(), granted: make(chan struct{}), wake: j.wake,
+			attempt: j.attempt + 1, killedAt: peak, cpu: -1, queued: time.Now(), granted: make(chan struct{}), wake: j.wake,
 		}
 		s.pool.submit(again)
 		return again, ""

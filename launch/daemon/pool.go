@@ -30,11 +30,13 @@ type job struct {
 	// peer is the launcher's pid from SO_PEERCRED: the root of the job's
 	// process tree, which the memory governor watches.
 	peer int
-	// attempt counts the runs before this one that the kernel OOM-killed;
-	// shared is set when another local job ran beside this one at any
-	// time (an OOM kill of a job that ran alone is not retried).
-	attempt int
-	shared  bool
+	// attempt counts the runs before this one that the kernel OOM-killed,
+	// and killedAt is the peak of the last of them; shared is set when
+	// another local job ran beside this one at any time (an OOM kill of a
+	// job that ran alone is not retried).
+	attempt  int
+	killedAt int64
+	shared   bool
 	// ended is what the memory governor saw of the job, set by remove.
 	ended memory.Ended
 	// lease is the farm slot of a job running remotely; nil for a local
@@ -241,9 +243,12 @@ func (p *pool) admitLocal() {
 		if !j.learned && p.estimate != nil {
 			j.need = p.estimate(j)
 		}
-		if j.attempt > 0 && p.localRunning() == 0 && time.Since(j.queued) < retryPatience && !p.mem.Free(j.need) {
+		if j.attempt > 0 && p.localRunning() == 0 && time.Since(j.queued) < retryPatience && !p.mem.Free(j.killedAt) {
 			// A job the kernel OOM-killed waits for memory another
-			// program holds, rather than be killed again at once.
+			// program holds, rather than be killed again at once: until
+			// what it held when it was killed is free again. Its need
+			// adds a margin for running beside others; alone, the
+			// margin may be more than the limit ever leaves.
 			if p.wake != nil {
 				p.wake(time.Now().Add(retryPoll))
 			}

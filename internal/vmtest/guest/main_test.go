@@ -14,8 +14,8 @@ import (
 
 // childEnv makes the test binary, started as a child, do one thing instead
 // of running the tests: "report" (TestStartPinned) prints "cpu=N
-// allowed=LIST"; "launch" and "hog" (TestPlaceByNodeMemory) are the
-// launcher and the compiler it runs.
+// allowed=LIST"; "launch" is the launcher, and "hog" (TestPlaceByNodeMemory)
+// and "alloc" (TestMemoryLimitV2) the compilers it runs.
 const childEnv = "NUMASTEAL_GUEST_CHILD"
 
 func TestMain(m *testing.M) {
@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 		os.Exit(launch.Run(launch.Config{Args: os.Args[1:], Prog: "guest launcher", Serve: []string{"/bin/false"}}))
 	case "hog":
 		os.Exit(hog(os.Args[1:]))
+	case "alloc":
+		os.Exit(alloc(os.Args[1:]))
 	case "report":
 		cpu, _, err := affinity.CurrentCPU()
 		allowed, err2 := affinity.Allowed()

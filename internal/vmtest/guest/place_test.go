@@ -148,32 +148,7 @@ func TestPlaceByNodeMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sock := filepath.Join(dir, "daemon", "sock")
-	var log bytes.Buffer
-	srv, err := daemon.Listen(daemon.Config{
-		Paths: launch.PathsFromEnv(func(k string) string {
-			if k == "NUMASTEAL_SOCKET" {
-				return sock
-			}
-			return ""
-		}),
-		Mem: 1 << 30, Idle: -1, History: history, Log: &log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", log.String())
-		}
-	}()
+	_, sock := startDaemon(t, dir, daemon.Config{Mem: 1 << 30, History: history})
 	nodeOf := func(cpu int) int { return cpus[cpu].Node }
 	for _, job := range []struct {
 		name    string
@@ -335,4 +310,37 @@ func parseNumaMaps(b []byte) (numaMaps, error) {
 		}
 	}
 	return m, nil
+}
+
+// startDaemon runs a daemon in this process on a socket in dir, with cfg
+// (its paths, idle time and log set here), until the test ends, and
+// returns the socket; its log is shown when the test failed.
+func startDaemon(t *testing.T, dir string, cfg daemon.Config) (*daemon.Server, string) {
+	t.Helper()
+	sock := filepath.Join(dir, "daemon", "sock")
+	var log bytes.Buffer
+	cfg.Paths = launch.PathsFromEnv(func(k string) string {
+		if k == "NUMASTEAL_SOCKET" {
+			return sock
+		}
+		return ""
+	})
+	cfg.Idle, cfg.Log = -1, &log
+	srv, err := daemon.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", log.String())
+		}
+	})
+	return srv, sock
 }
