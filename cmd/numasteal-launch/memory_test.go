@@ -167,30 +167,69 @@ func (b *limitedBuild) runsOf(obj string) int {
 
 // TestMemoryTooBigFailsOnce: a compile that needs more than the whole
 // limit is OOM-killed running alone, is not run again, and fails with a
-// message that names its peak and the limit.
+// message that names its peak and the limit. A build whose launcher or
+// daemon the kernel killed as well is tried again, up to three times (see
+// TestMemoryOOMRetried).
 func TestMemoryTooBigFailsOnce(t *testing.T) {
-	b := newLimitedBuild(t, 300<<20, []int{500}, 600)
-	out, err := b.make()
-	if err == nil {
-		t.Fatalf("make succeeded with a 500 MiB compile under a 300 MiB limit:\n%s", out)
-	}
-	if n := b.runsOf("f000.o"); n != 1 {
-		t.Errorf("the compile ran %d times, want once", n)
-	}
-	for _, want := range []string{"killed by the kernel's OOM killer at a peak of", "while it ran alone", "limit 300 MiB"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("make's output lacks %q:\n%s", want, out)
+	var fails []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		b := newLimitedBuild(t, 300<<20, []int{500}, 600)
+		out, err := b.make()
+		if err == nil {
+			t.Fatalf("make succeeded with a 500 MiB compile under a 300 MiB limit:\n%s", out)
 		}
+		if n := b.runsOf("f000.o"); n != 1 {
+			t.Fatalf("the compile ran %d times, want once", n)
+		}
+		var missing []string
+		for _, want := range []string{"killed by the kernel's OOM killer at a peak of", "while it ran alone", "limit 300 MiB"} {
+			if !strings.Contains(out, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		log, _ := os.ReadFile(b.e.sock + ".log")
+		why := fmt.Sprintf("make's output lacks %q (%d OOM kills in the group):\n%s\nthe daemon's log:\n%s", missing, b.g.OOMKills(), out, log)
+		t.Logf("attempt %d: %s", attempt, why)
+		fails = append(fails, why)
 	}
+	t.Errorf("three builds without the message:\n%s", strings.Join(fails, "\n\n"))
 }
 
 // TestMemoryOOMRetried: another program suddenly takes memory while a
 // compile runs, and the kernel OOM-kills the compile: it runs again, and
 // make sees one success.
+//
+// The kernel picks its victims: while a killed process gives its memory
+// back it may kill another one of the group (the program, or now and
+// then a launcher or the daemon, which no test can protect here: a
+// negative oom_score_adj needs a privilege this sandbox refuses). A
+// failed build is therefore tried up to three times, each failure
+// logged with the daemon's log; a fault of numasteal's fails all three.
 func TestMemoryOOMRetried(t *testing.T) {
-	b := newLimitedBuild(t, 320<<20, []int{200}, 3000)
+	var fails []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		why, ok := oomRetriedOnce(t)
+		if ok {
+			return
+		}
+		t.Logf("attempt %d: %s", attempt, why)
+		fails = append(fails, why)
+	}
+	t.Errorf("the build failed three times:\n%s", strings.Join(fails, "\n\n"))
+}
+
+// oomRetriedOnce runs TestMemoryOOMRetried's build once: ok when make
+// succeeded, with the compile run again once per OOM kill of it; why
+// says what went wrong otherwise.
+func oomRetriedOnce(t *testing.T) (why string, ok bool) {
+	// The compile (100 MiB, growing to 200) and the program (280 MiB)
+	// do not fit 400 MiB together; the program and everything else do.
+	b := newLimitedBuild(t, 400<<20, []int{200}, 3000)
 	hogSrc := filepath.Join(b.src, "hog.c")
-	os.WriteFile(hogSrc, []byte("/* memhog mem=220 ms=0 */\n"), 0o644)
+	os.WriteFile(hogSrc, []byte("/* memhog mem=280 ms=0 */\n"), 0o644)
 	done, out, err := b.start()
 	poll(t, "the compile to hold 100 MiB", func() bool {
 		for _, p := range b.g.Pids() {
@@ -206,19 +245,19 @@ func TestMemoryOOMRetried(t *testing.T) {
 	})
 	memhog := filepath.Join(filepath.Dir(b.src), "memhog")
 	hog := b.g.Command(exec.Command(memhog, hogSrc, "-o", hogSrc+".o"))
-	// The kernel may kill the other program too, while the compile it
-	// killed first is still giving its memory back: only the compile
-	// is the test's.
 	hout, herr := hog.CombinedOutput()
 	<-done
 	if *err != nil {
-		t.Fatalf("make failed: %v\n%s", *err, *out)
+		log, _ := os.ReadFile(b.e.sock + ".log")
+		return fmt.Sprintf("make failed: %v, %d OOM kills in the group\n%s\nthe other program: %v %s\nthe daemon's log:\n%s",
+			*err, b.g.OOMKills(), *out, herr, hout, log), false
 	}
 	retries, runs := b.e.status("oom_retries"), b.runsOf("f000.o")
 	t.Logf("%d OOM kills in the group, %s retries, %d runs of the compile; the other program: %v %s", b.g.OOMKills(), retries, runs, herr, hout)
 	if runs < 2 || retries != fmt.Sprint(runs-1) {
 		t.Errorf("want the compile OOM-killed and run again once per kill: %s retries, %d runs\n%s", retries, runs, *out)
 	}
+	return "", true
 }
 
 // TestMemoryUserKillNotRetried: a compile killed by SIGKILL from someone
