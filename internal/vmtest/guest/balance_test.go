@@ -2,6 +2,8 @@ package guest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,14 +45,31 @@ func TestBalanceStaysOnNode(t *testing.T) {
 	defer unlock()
 
 	size := n0.CPUs.Len()
-	stay := runOnNodes(t, rt, max(2, size/2), 300*time.Millisecond)
-	for node, cpus := range stay {
-		if node != n0.ID {
-			t.Errorf("%d tasks with node %d (%d CPUs) half idle ran on node %d (CPUs %s)", max(2, size/2), n0.ID, size, node, cpus)
+	// Under QEMU's emulation on a busy host a vCPU of node 0 may not run
+	// for a while, and a worker of another node that finds the work
+	// first may take it, as the policy lets an idle node do once its
+	// balance interval has passed: the check gets three tries, and logs
+	// the ones that failed.
+	var stay map[int]cpuset.Set
+	var problems []string
+	for try := 1; try <= 3; try++ {
+		problems = problems[:0]
+		stay = runOnNodes(t, rt, max(2, size/2), 300*time.Millisecond)
+		for node, cpus := range stay {
+			if node != n0.ID {
+				problems = append(problems, fmt.Sprintf("%d tasks with node %d (%d CPUs) half idle ran on node %d (CPUs %s)", max(2, size/2), n0.ID, size, node, cpus))
+			}
 		}
+		if got := stay[n0.ID]; got.Len() < 2 {
+			problems = append(problems, fmt.Sprintf("the tasks ran on CPUs %s of node %d only: its idle CPUs did not take them", got, n0.ID))
+		}
+		if len(problems) == 0 {
+			break
+		}
+		t.Logf("try %d: %s", try, strings.Join(problems, "; "))
 	}
-	if got := stay[n0.ID]; got.Len() < 2 {
-		t.Errorf("the tasks ran on CPUs %s of node %d only: its idle CPUs did not take them", got, n0.ID)
+	for _, p := range problems {
+		t.Error(p)
 	}
 	spread := runOnNodes(t, rt, 2*size, 300*time.Millisecond)
 	if len(spread) < 2 {
