@@ -163,21 +163,7 @@ func TestRunUnlimitedAdmissionAndTrace(t *testing.T) {
 	if strings.Contains(out, "[1/24]") || !strings.Contains(out, "24 tasks: 24 succeeded") {
 		t.Errorf("stdout:\n%s", out)
 	}
-	data, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		TraceEvents []struct {
-			Ph   string         `json:"ph"`
-			Tid  int            `json:"tid"`
-			Name string         `json:"name"`
-			Args map[string]any `json:"args"`
-		} `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("trace: %v", err)
-	}
+	doc := readTrace(t, trace)
 	spans, tracks := 0, map[int]string{}
 	for _, ev := range doc.TraceEvents {
 		switch {
@@ -237,4 +223,30 @@ func TestRunInterrupted(t *testing.T) {
 	if code != exitFail || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(out.String(), "2 canceled") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out.String(), errb.String())
 	}
+}
+
+// traceDoc is the part of a Chrome trace the tests read.
+type traceDoc struct {
+	TraceEvents []struct {
+		Ph   string         `json:"ph"`
+		Tid  int            `json:"tid"`
+		Name string         `json:"name"`
+		Ts   float64        `json:"ts"`
+		Dur  float64        `json:"dur"`
+		Args map[string]any `json:"args"`
+	} `json:"traceEvents"`
+}
+
+// readTrace reads and parses the trace file at path.
+func readTrace(t *testing.T, path string) traceDoc {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc traceDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("trace: %v", err)
+	}
+	return doc
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
@@ -45,23 +43,7 @@ func TestRunTraceSlots(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %v\n%s", args, err, out)
 	}
-	data, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		TraceEvents []struct {
-			Ph   string         `json:"ph"`
-			Tid  int            `json:"tid"`
-			Name string         `json:"name"`
-			Ts   float64        `json:"ts"`
-			Dur  float64        `json:"dur"`
-			Args map[string]any `json:"args"`
-		} `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("trace: %v", err)
-	}
+	doc := readTrace(t, trace)
 	type span struct{ start, end float64 }
 	tracks, byTrack, cpus := map[int]string{}, map[int][]span{}, map[float64]bool{}
 	n := 0
