@@ -24,8 +24,9 @@ import (
 //
 // A task's need is, in order: its declared MemMB; its peak in the History
 // (the last successful run's); the most a task of its kind (compile,
-// link, other: compile.Classify) has held in this run, finished or still
-// running, once one of the kind has finished; else a first guess
+// link, other: compile.Classify) held at their peaks in this run (the
+// ninth decile of the last finished, memory.Prior), raised to what one
+// still running holds, once one of the kind has finished; else a first guess
 // (firstGuess), raised to what the running tasks of its kind hold now;
 // a need taken from the run's tasks is taken again when the task comes to
 // the front of the line. Tasks wait for admission in the order the
@@ -122,10 +123,9 @@ type memGate struct {
 	mu        sync.Mutex
 	queue     []*memWaiter // FIFO, retries in front
 	running   map[int64]*attempt
-	exclusive bool                    // an attempt that must run alone is running
-	peaks     [compile.Link + 1]int64 // per kind, the most a finished task held
-	finished  [compile.Link + 1]int   // per kind, how many finished
-	nextID    int64                   // attempt ids
+	exclusive bool                           // an attempt that must run alone is running
+	priors    [compile.Link + 1]memory.Prior // per kind, the peaks of the tasks that finished
+	nextID    int64                          // attempt ids
 	retries   atomic.Int64
 }
 
@@ -185,10 +185,7 @@ func (m *memGate) priorLocked(k compile.Kind) int64 {
 			held = max(held, a.peak.Load())
 		}
 	}
-	if m.finished[k] == 0 {
-		return max(firstGuess(k), held)
-	}
-	return max(m.peaks[k], held)
+	return m.priors[k].Need(firstGuess(k), held)
 }
 
 // enqueue puts a in the line for admission: behind the others, or in
@@ -317,8 +314,7 @@ func (m *memGate) done(a *attempt, res *proc.Result) (peak int64, oom bool) {
 		m.exclusive = false
 	}
 	if res.Outcome == proc.Succeeded {
-		m.peaks[a.kind] = max(m.peaks[a.kind], peak)
-		m.finished[a.kind]++
+		m.priors[a.kind].Add(peak)
 	}
 	m.mu.Unlock()
 	m.try()

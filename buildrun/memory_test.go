@@ -66,7 +66,9 @@ func TestMemoryNeed(t *testing.T) {
 	// Once compiles have finished, their peak is the prior, below the
 	// guess too; a running one that holds more raises it.
 	delete(m.running, 1)
-	m.peaks[compile.Compile], m.finished[compile.Compile] = 90<<20, 3
+	for range 3 {
+		m.priors[compile.Compile].Add(90 << 20)
+	}
 	check("compile after others finished", cc, compile.Compile, 90<<20)
 	m.running[1] = big
 	check("compile after others, one holding more", cc, compile.Compile, 400<<20)

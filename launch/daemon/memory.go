@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -11,62 +10,23 @@ import (
 	"github.com/numasteal/numasteal/memory"
 )
 
-// prior is the peaks of a build's recent jobs of one kind: the need of
-// its next job whose output was never measured ("Memory" in the package
-// documentation). A ring of the last priorSize peaks.
-type prior struct {
-	peaks [priorSize]int64
-	n     int
-}
-
-// priorSize is how many recent peaks a prior keeps.
-const priorSize = 32
-
-func (p *prior) add(peak int64) {
-	if peak <= 0 {
-		return
-	}
-	p.peaks[p.n%priorSize] = peak
-	p.n++
-}
-
-// high returns the ninth decile of the peaks kept, 0 for none: a need
-// that most jobs of the kind stay under, and that one unusual job does
-// not impose on all that follow.
-func (p *prior) high() int64 {
-	k := min(p.n, priorSize)
-	if k == 0 {
-		return 0
-	}
-	v := slices.Clone(p.peaks[:k])
-	slices.Sort(v)
-	return v[(k*9)/10-boolInt(k*9%10 == 0)]
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func priorKey(build, kind string) string { return build + "\x00" + kind }
 
-// priorNeedLocked returns the need the build's own jobs of kind suggest:
-// the ninth decile of the peaks of those that ended, else guess; raised
-// to what a running one holds now when that is more (a running job's
-// use so far is a floor of its peak, never a ceiling). s.mu held.
+// priorNeedLocked returns the need the build's own jobs of kind suggest
+// (memory.Prior), raised to what a running one holds now; guess when
+// none has ended. s.mu held.
 func (s *Server) priorNeedLocked(build, kind string, guess int64) int64 {
-	need := guess
-	if p := s.priors[priorKey(build, kind)]; p != nil && p.n > 0 {
-		need = p.high()
-	}
+	var holding int64
 	for _, r := range s.pool.running {
 		if r.build == build && r.kind == kind && r.lease == nil {
-			need = max(need, s.mem.Peak(r.id))
+			holding = max(holding, s.mem.Peak(r.id))
 		}
 	}
-	return need
+	p := s.priors[priorKey(build, kind)]
+	if p == nil {
+		p = &memory.Prior{}
+	}
+	return p.Need(guess, holding)
 }
 
 // estimateLocked returns the need of job j whose output's peak is not
@@ -97,10 +57,10 @@ func (s *Server) learnLocked(j *job, reportedKiB int64) int64 {
 		if len(s.priors) >= maxPriors {
 			clear(s.priors) // builds come and go; a daemon lives for days
 		}
-		p = &prior{}
+		p = &memory.Prior{}
 		s.priors[key] = p
 	}
-	p.add(peak)
+	p.Add(peak)
 	return peak
 }
 

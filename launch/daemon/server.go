@@ -101,7 +101,7 @@ type Server struct {
 	// of a job whose output was never measured. oomRetries counts the
 	// jobs run again after an OOM kill, oomFailed those that failed.
 	mem        *memory.Governor
-	priors     map[string]*prior
+	priors     map[string]*memory.Prior
 	oomRetries int64
 	oomFailed  int64
 	// buildWatches are the builds whose process is watched, to drop
@@ -209,7 +209,7 @@ func (s *Server) init() error {
 		Changed: s.readmit,
 		Event:   s.memEvent,
 	})
-	s.priors = make(map[string]*prior)
+	s.priors = make(map[string]*memory.Prior)
 	if cfg.GuessCompile <= 0 {
 		cfg.GuessCompile = 256 << 20
 	}
