@@ -3,6 +3,8 @@ package launch
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/numasteal/numasteal/farm/compile"
 )
 
 // Kind is what a job is, for its first memory guess.
@@ -20,8 +22,7 @@ const (
 func Classify(prog string, args []string) (k Kind, out string) {
 	k = Link
 	base := filepath.Base(prog)
-	linker := base == "ld" || strings.HasPrefix(base, "ld.") || strings.HasSuffix(base, "-ld") ||
-		base == "lld" || base == "ld.lld" || base == "mold" || base == "gold"
+	linker := compile.IsLinkerName(base)
 	src := ""
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -300,7 +300,7 @@ func Classify(argv []string) Kind {
 		return Other
 	}
 	base := filepath.Base(argv[0])
-	if isLinkerName(base) {
+	if IsLinkerName(base) {
 		return Link
 	}
 	if !IsCompilerName(base) {
@@ -312,8 +312,9 @@ func Classify(argv []string) Kind {
 	return Link
 }
 
-// isLinkerName reports whether name (a base name) is a linker's.
-func isLinkerName(name string) bool {
+// IsLinkerName reports whether name (a base name) is a linker's: ld,
+// ld.gold, ld.lld, x86_64-linux-gnu-ld, lld, mold, gold.
+func IsLinkerName(name string) bool {
 	switch name {
 	case "ld", "lld", "mold", "gold":
 		return true
