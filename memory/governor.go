@@ -210,15 +210,6 @@ func (g *Governor) SetFixed(id int64) {
 	}
 }
 
-// SetNeed sets job id's predicted peak.
-func (g *Governor) SetNeed(id int64, need int64) {
-	g.mu.Lock()
-	if w := g.jobs[id]; w != nil {
-		w.spec.Need = need
-	}
-	g.mu.Unlock()
-}
-
 // Ended is what the Governor saw of a job that ended.
 type Ended struct {
 	// Peak is the most its processes held at one sample.

@@ -354,7 +354,7 @@ func TestGovernorStress(t *testing.T) {
 					return nil
 				}})
 				gt.g.SetPid(id, 1<<30) // no such process: signalPending reads nothing
-				gt.g.SetNeed(id, 2*miB)
+				_ = gt.g.Peak(id)
 				gt.g.Stats()
 				for k := 0; k < j%4; k++ {
 					time.Sleep(100 * time.Microsecond)
