@@ -91,3 +91,25 @@ func (s *Server) Stats() (Stats, error) { return Stats{}, errUnsupported }
 func (s *Server) Close() error { return nil }
 
 func (c *Client) tokenFile() (*os.File, error) { return nil, errUnsupported }
+
+// Elastic is a jobserver whose token count its owner changes; never
+// created on this system.
+type Elastic struct{}
+
+// NewElastic fails: jobservers are supported on Linux only.
+func NewElastic() (*Elastic, error) { return nil, errUnsupported }
+
+// Export returns an error.
+func (e *Elastic) Export() (r, w *os.File, err error) { return nil, nil, errUnsupported }
+
+// Lend returns an error.
+func (e *Elastic) Lend(n int) error { return errUnsupported }
+
+// Reclaim returns an error.
+func (e *Elastic) Reclaim(n int) (int, error) { return 0, errUnsupported }
+
+// Idle returns an error.
+func (e *Elastic) Idle() (int, error) { return 0, errUnsupported }
+
+// Close does nothing.
+func (e *Elastic) Close() error { return nil }
