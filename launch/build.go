@@ -29,6 +29,7 @@ type Builds struct {
 	proc  string
 	mu    sync.Mutex
 	cache map[string]string // "PID-STARTTIME" of a parent: its build
+	roots map[string]string // "PID-STARTTIME" of a registered root: its build
 }
 
 // buildsCacheMax bounds Builds' cache; it is emptied when full.
@@ -37,7 +38,46 @@ const buildsCacheMax = 4096
 // NewBuilds returns a Builds reading the process tree under proc
 // ("/proc").
 func NewBuilds(proc string) *Builds {
-	return &Builds{proc: proc, cache: make(map[string]string)}
+	return &Builds{proc: proc, cache: make(map[string]string), roots: make(map[string]string)}
+}
+
+// AddRoot makes process pid the root of a build named "name-PID-START":
+// every launcher below it belongs to that build, the innermost root
+// winning over any build tool above it (numasteal exec registers the
+// make it becomes, with its own jobserver). It returns the build's name;
+// ok is false when pid's stat cannot be read.
+func (b *Builds) AddRoot(pid int, name string) (id string, ok bool) {
+	st, err := readStat(b.proc, pid)
+	if err != nil {
+		return "", false
+	}
+	key := strconv.Itoa(pid) + "-" + st.start
+	id = sanitizeID(name + "-" + key)
+	b.mu.Lock()
+	b.roots[key] = id
+	clear(b.cache) // a cached answer may name a build above the new root
+	b.mu.Unlock()
+	return id, true
+}
+
+// RemoveRoot forgets the root of build id, named by AddRoot.
+func (b *Builds) RemoveRoot(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, v := range b.roots {
+		if v == id {
+			delete(b.roots, k)
+		}
+	}
+	clear(b.cache)
+}
+
+// root returns the build of the registered root "PID-START", if any.
+func (b *Builds) root(key string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id, ok := b.roots[key]
+	return id, ok
 }
 
 // Of returns the build of the launcher process pid, "" when pid's stat
@@ -58,7 +98,7 @@ func (b *Builds) Of(pid int) string {
 	if ok {
 		return id
 	}
-	id = buildIDFrom(b.proc, st.ppid, parent)
+	id = b.idFrom(st.ppid, parent)
 	b.mu.Lock()
 	if len(b.cache) >= buildsCacheMax {
 		clear(b.cache)
@@ -68,8 +108,9 @@ func (b *Builds) Of(pid int) string {
 	return id
 }
 
-// buildIDFrom walks up from ppid, whose stat is st.
-func buildIDFrom(proc string, ppid int, st procStat) string {
+// idFrom walks up from ppid, whose stat is st.
+func (b *Builds) idFrom(ppid int, st procStat) string {
+	proc := b.proc
 	best := ""
 	first := ""
 	for pid, depth := ppid, 0; pid > 1 && depth < 64; depth++ {
@@ -79,7 +120,11 @@ func buildIDFrom(proc string, ppid int, st procStat) string {
 				break
 			}
 		}
-		id := st.comm + "-" + strconv.Itoa(pid) + "-" + st.start
+		key := strconv.Itoa(pid) + "-" + st.start
+		if id, ok := b.root(key); ok {
+			return id
+		}
+		id := st.comm + "-" + key
 		if first == "" {
 			first = id
 		}

@@ -44,6 +44,7 @@ var commands = [...]command{
 	{"farm", "the compile farm of numasteal run --farm: farm status probes its hosts", runFarmCmd},
 	{"bench", "run an experiment: forkjoin, counters (see numasteal bench help)", runBench},
 	{"launch", "run a compile or link under the daemon's slots: make CC=\"numasteal launch gcc\"", runLaunch},
+	{"exec", "run make (or a jobserver client) on the daemon's slots: numasteal exec make CC=\"numasteal-launch gcc\"", runExec},
 	{"serve", "the per-user daemon that owns the machine's slots for every launcher", runServe},
 	{"status", "the daemon's slots, running and waiting jobs, memory budget", runStatus},
 	{"version", "print the module version and VCS revision (also --version)", runVersion},
@@ -57,6 +58,10 @@ func main() {
 		// A launcher passes its signals on as it inherited them (package
 		// launch): none of cli's handlers, which would un-ignore them.
 		os.Exit(runLaunch(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "exec" {
+		// So does numasteal exec, for the build tool it becomes.
+		os.Exit(runExec(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -78,6 +78,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for _, q := range st.Waiting {
 		fmt.Fprintf(stdout, "  waiting %d  build %s\n", q.Waiting, q.Build)
 	}
+	for _, js := range st.Jobservers {
+		fmt.Fprintf(stdout, "jobserver of build %s: %d tokens lent (%d ahead, %d idle), %d launchers running, %d waiting, at most %d; %d lost tokens counted back\n",
+			js.Build, js.Lent, js.Ahead, js.Idle, js.Running, js.Waiting, js.Peak, js.Recovered)
+	}
 	for _, h := range st.Hosts {
 		state := "up"
 		if h.Down {

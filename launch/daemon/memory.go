@@ -41,6 +41,13 @@ func (s *Server) estimateLocked(j *job) int64 {
 	return need + need/10
 }
 
+// estimateBuildLocked returns the need of build's next compile: its
+// prior for compiles, or the first guess, plus a tenth. s.mu held.
+func (s *Server) estimateBuildLocked(build string) int64 {
+	need := s.priorNeedLocked(build, string(launch.Compile), s.cfg.GuessCompile)
+	return need + need/10
+}
+
 // learnLocked records what a local job that ended held at its peak: the
 // measured peak (wait4's, from a measured launcher) or the sampled one,
 // whichever is more, in the store by output and in its build's prior.

@@ -62,6 +62,11 @@ type buildQueue struct {
 	id      string
 	jobs    []*job
 	running int
+	// local counts the running jobs that hold a local slot.
+	local int
+	// js is the jobserver the daemon serves the build (numasteal exec;
+	// jobserver.go); nil for a build that has none.
+	js *jsBuild
 	// served is the pool's admission count when this build last had a
 	// job admitted; 0 for a build never served.
 	served int64
@@ -104,6 +109,9 @@ type pool struct {
 	// learned, when it reaches the head of its queue: what its build's
 	// jobs that ended meanwhile suggest (Server.priorNeedLocked).
 	estimate func(*job) int64
+	// estimateBuild, when set, gives the need of a build's next compile,
+	// what a token lent to its jobserver may start.
+	estimateBuild func(build string) int64
 }
 
 // retryPatience bounds how long a job run again after an OOM kill waits,
@@ -167,9 +175,10 @@ func (p *pool) queue(build string) *buildQueue {
 	return nil
 }
 
-// forget drops q from the ring once it has nothing waiting or running.
+// forget drops q from the ring once it has nothing waiting or running
+// and no jobserver.
 func (p *pool) forget(q *buildQueue) {
-	if len(q.jobs) > 0 || q.running > 0 {
+	if len(q.jobs) > 0 || q.running > 0 || q.js != nil {
 		return
 	}
 	for i, b := range p.builds {
@@ -196,6 +205,9 @@ func (p *pool) remove(j *job) {
 		}
 		if q != nil {
 			q.running--
+			if j.lease == nil {
+				q.local--
+			}
 		}
 		if j.lease != nil {
 			p.farm.Release(*j.lease, j.outcome, time.Now())
@@ -215,11 +227,38 @@ func (p *pool) remove(j *job) {
 	p.admit()
 }
 
-// admit gives free local slots to waiting jobs, then farm slots to the
-// waiting jobs that may go remote.
+// admit gives free local slots to waiting jobs, lends the slots left to
+// the builds' jobservers (taking back idle tokens others need first),
+// then gives farm slots to the waiting jobs that may go remote.
 func (p *pool) admit() {
-	p.admitLocal()
+	held := p.admitLocal()
+	if p.reclaim(held) {
+		held = p.admitLocal()
+	}
+	if !held {
+		p.lend()
+	}
 	p.admitRemote()
+}
+
+// used is the number of local slots taken: by running local jobs, and by
+// the tokens and implicit slots of jobservers that no running job of
+// their build stands on yet.
+func (p *pool) used() int {
+	n := p.localRunning()
+	for _, q := range p.builds {
+		if q.js != nil {
+			n += max(q.js.reserved()-q.local, 0)
+		}
+	}
+	return n
+}
+
+// covered reports whether the next job of q may run on a slot its build
+// holds already: a token of its jobserver, or the implicit slot of its
+// make, that no running job of the build stands on.
+func (p *pool) covered(q *buildQueue) bool {
+	return q.js != nil && q.local < q.js.reserved()
 }
 
 // admitLocal gives free slots to waiting jobs: the head of each build's
@@ -227,17 +266,19 @@ func (p *pool) admit() {
 // does not fit (memory.Governor.Admit) stops admission (no job passes it,
 // of its build or another), so a big job is never starved by small ones;
 // when no local job runs it is admitted whatever its size, so it never
-// waits forever.
-func (p *pool) admitLocal() {
-	for p.localRunning() < p.slots {
+// waits forever. A job on a slot its build holds (covered) needs no free
+// one. admitLocal reports whether it stopped for memory.
+func (p *pool) admitLocal() (held bool) {
+	for {
+		free := p.used() < p.slots
 		var q *buildQueue
 		for _, b := range p.builds {
-			if len(b.jobs) > 0 && (q == nil || b.served < q.served) {
+			if len(b.jobs) > 0 && (free || p.covered(b)) && (q == nil || b.served < q.served) {
 				q = b
 			}
 		}
 		if q == nil {
-			return
+			return false
 		}
 		j := q.jobs[0]
 		if !j.learned && p.estimate != nil {
@@ -252,10 +293,10 @@ func (p *pool) admitLocal() {
 			if p.wake != nil {
 				p.wake(time.Now().Add(retryPoll))
 			}
-			return
+			return true
 		}
 		if !p.mem.Admit(j.need, p.localRunning()) {
-			return
+			return true
 		}
 		// A job that runs beside others cannot tell, when the kernel
 		// OOM-kills it, whether it would fit alone.
@@ -267,6 +308,7 @@ func (p *pool) admitLocal() {
 		}
 		q.jobs = q.jobs[1:]
 		q.running++
+		q.local++
 		p.admitSeq++
 		q.served = p.admitSeq
 		j.cpu = -1

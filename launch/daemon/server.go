@@ -107,6 +107,8 @@ type Server struct {
 	// buildWatches are the builds whose process is watched, to drop
 	// their waiting jobs when it ends (buildwatch.go).
 	buildWatches map[string]buildWatch
+	// jsTicking is set while tickJobservers runs (jobserver.go).
+	jsTicking bool
 }
 
 // Serve runs a daemon until ctx is done or it has been idle for
@@ -240,16 +242,17 @@ func (s *Server) init() error {
 		}
 	}
 	s.pool = pool{
-		slots:    slots,
-		mem:      s.mem,
-		running:  make(map[int64]*job),
-		perCPU:   make([]int, topo.Usable.Last()+1),
-		bal:      bal,
-		nodeOf:   topo.NodeOf,
-		farm:     cfg.Farm,
-		wake:     s.wakeLocked,
-		estimate: s.estimateLocked,
-		nodes:    newNodePlacer(topo),
+		slots:         slots,
+		mem:           s.mem,
+		running:       make(map[int64]*job),
+		perCPU:        make([]int, topo.Usable.Last()+1),
+		bal:           bal,
+		nodeOf:        topo.NodeOf,
+		farm:          cfg.Farm,
+		wake:          s.wakeLocked,
+		estimate:      s.estimateLocked,
+		estimateBuild: s.estimateBuildLocked,
+		nodes:         newNodePlacer(topo),
 	}
 	if cfg.Trace != "" {
 		s.trace = buildgraph.NewTraceWriter(s.start, "numasteal serve")
@@ -299,6 +302,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	s.stopBuildWatchesLocked()
+	s.endJobserversLocked()
 	s.mu.Unlock()
 	s.watchers.Wait()
 	s.mu.Lock()
@@ -561,6 +565,26 @@ func (s *Server) serveConn(c *net.UnixConn) {
 				if !reply(launch.NewMsg("ok")) {
 					return
 				}
+			}
+		case "jobserver":
+			if held != nil {
+				reply(launch.NewMsg("error", "code", "busy", "msg", "this connection holds a job already"))
+				return
+			}
+			name, _ := m.Get("name")
+			if name == "" {
+				name = "build"
+			}
+			js, r, w, err := s.startJobserver(peer.pid, name)
+			if err != nil {
+				reply(launch.NewMsg("error", "code", "jobserver", "msg", err.Error()))
+				return
+			}
+			_, _, err = c.WriteMsgUnix(s.jobserverReply(js).Append(nil), unix.UnixRights(int(r.Fd()), int(w.Fd())), nil)
+			r.Close()
+			w.Close()
+			if err != nil {
+				return
 			}
 		case "status":
 			b, _ := json.Marshal(s.Status())

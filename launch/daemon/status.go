@@ -23,6 +23,27 @@ type Status struct {
 	Learned   int          `json:"learned_outputs"`
 	// Hosts are the farm's hosts, in list order; none without a farm.
 	Hosts []HostStatus `json:"hosts,omitempty"`
+	// Jobservers are the builds served a jobserver (numasteal exec).
+	Jobservers []JobserverStatus `json:"jobservers,omitempty"`
+}
+
+// JobserverStatus is the jobserver of one build ("Jobserver" in the
+// package documentation).
+type JobserverStatus struct {
+	Build string `json:"build"`
+	// Lent is the tokens lent (held by the build or idle in its pipe), of
+	// them Ahead lent beyond the pool's slots and Idle in the pipe at the
+	// last look; Implicit is set when a slot stands for the make's own.
+	Lent     int  `json:"lent"`
+	Ahead    int  `json:"ahead"`
+	Idle     int  `json:"idle"`
+	Implicit bool `json:"implicit"`
+	// Running and Waiting are the build's launchers now; Peak the most
+	// alive at once; Recovered the tokens counted back lost.
+	Running   int `json:"running"`
+	Waiting   int `json:"waiting"`
+	Peak      int `json:"peak_launchers"`
+	Recovered int `json:"recovered"`
 }
 
 // JobStatus is one running job: on a CPU and node, or on a farm host
@@ -120,6 +141,12 @@ func (s *Server) Status() Status {
 	sort.Slice(st.Running, func(a, b int) bool { return st.Running[a].ID < st.Running[b].ID })
 	for _, q := range s.pool.builds {
 		st.Waiting = append(st.Waiting, BuildQueue{Build: q.id, Waiting: len(q.jobs)})
+		if js := q.js; js != nil {
+			st.Jobservers = append(st.Jobservers, JobserverStatus{
+				Build: js.id, Lent: js.lent, Ahead: js.ahead, Idle: js.idle, Implicit: js.implicit,
+				Running: q.running, Waiting: len(q.jobs), Peak: max(js.peak, q.running+len(q.jobs)), Recovered: js.recovered,
+			})
+		}
 	}
 	if s.pool.farm != nil {
 		for _, h := range s.pool.farm.Stats(time.Now()) {
