@@ -54,7 +54,7 @@ func prepareLinux(ctx context.Context, o NativeOptions, sess *daemonSession) (*n
 		out := filepath.Join(o.Dir, "linux-out", name)
 		return makeTree{dir: src, vars: []string{"O=" + out}, products: []string{filepath.Join(out, "vmlinux")}}
 	}
-	s := makeSetup{plain: tree("plain"), launch: tree("launch"), launcher: o.Launcher, cpus: o.CPUs}
+	s := makeSetup{plain: tree("plain"), launch: tree("launch"), launcher: o.Launcher, numasteal: o.Numasteal, cpus: o.CPUs}
 	if o.Two {
 		b, lb := tree("plain-b"), tree("launch-b")
 		s.plainB, s.launchB = &b, &lb

@@ -70,7 +70,7 @@ func TestNativeMakeRows(t *testing.T) {
 	plainB, launchB := writeTinyProject(t, filepath.Join(work, "plain-b")), writeTinyProject(t, filepath.Join(work, "launch-b"))
 	s := makeSetup{
 		plain: writeTinyProject(t, filepath.Join(work, "plain")), launch: writeTinyProject(t, filepath.Join(work, "launch")),
-		plainB: &plainB, launchB: &launchB, launcher: filepath.Join(bin, "numasteal-launch"), cpus: 1,
+		plainB: &plainB, launchB: &launchB, launcher: filepath.Join(bin, "numasteal-launch"), numasteal: numasteal, cpus: 1,
 	}
 	cs, rs := makeContenders(s)
 	sess, err := newDaemonSession(work, numasteal)
@@ -116,7 +116,7 @@ func TestNativeMakeRows(t *testing.T) {
 		hang := writeTinyProject(t, filepath.Join(work, "hang"))
 		started := filepath.Join(work, "hang-started")
 		hang.vars = []string{"HANG=" + started}
-		c := nativeContender{key: RowMakeMaxLauncher, launcher: true, builds: []nativeBuild{makeBuild(hang, 0, s.launcher)}}
+		c := nativeContender{key: RowMakeMaxLauncher, launcher: true, builds: []nativeBuild{makeBuild(hang, 0, s.launcher, s.numasteal)}}
 		sess, err := newDaemonSession(work, numasteal)
 		if err != nil {
 			t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 const (
 	RowMake2x           = "make-2x"                  // make -j 2×CPUs
 	RowMakeMax          = "make-max"                 // make -j
-	RowMakeMaxLauncher  = "make-max-launcher"        // make -j CC="LAUNCHER gcc" HOSTCC="LAUNCHER gcc"
+	RowMakeMaxLauncher  = "make-max-launcher"        // numasteal exec make -j CC="LAUNCHER gcc" HOSTCC="LAUNCHER gcc"
 	RowPairMake2x       = "pair-make-2x"             // two make -j 2×CPUs at once
-	RowPairMakeLauncher = "pair-make-max-launcher"   // two make -j with the launcher at once, one daemon
+	RowPairMakeLauncher = "pair-make-max-launcher"   // two numasteal exec make -j with the launcher at once, one daemon
 	RowNinja            = "ninja"                    // ninja at its default -j
 	RowNinjaLauncher    = "ninja-1000-launcher"      // ninja -j 1000 in the tree configured with the launcher
 	RowPairNinja        = "pair-ninja"               // two ninja at once
@@ -69,7 +69,11 @@ type makeSetup struct {
 	// rows.
 	plainB, launchB *makeTree
 	launcher        string // the numasteal-launch binary
-	cpus            int
+	// numasteal, when set, is the numasteal binary the launcher rows'
+	// make runs under: "numasteal exec make", the README's way (make
+	// forks only what the daemon's jobserver lets run).
+	numasteal string
+	cpus      int
 }
 
 // launcherMakeVars are the make variables that put the launcher in front
@@ -80,13 +84,18 @@ func launcherMakeVars(launcher string) []string {
 }
 
 // makeBuild returns the build of t at -j j (0: unlimited), with the
-// launcher's variables when launcher is set.
-func makeBuild(t makeTree, j int, launcher string) nativeBuild {
+// launcher's variables when launcher is set, under "numasteal exec"
+// when numasteal is set too.
+func makeBuild(t makeTree, j int, launcher, numasteal string) nativeBuild {
 	vars := t.vars
+	var args []string
 	if launcher != "" {
 		vars = append(vars[:len(vars):len(vars)], launcherMakeVars(launcher)...)
+		if numasteal != "" {
+			args = []string{numasteal, "exec"}
+		}
 	}
-	args := append([]string{"make", "-C", t.dir}, vars...)
+	args = append(append(args, "make", "-C", t.dir), vars...)
 	args = append(args, "-j")
 	if j > 0 {
 		args = append(args, strconv.Itoa(j))
@@ -116,9 +125,9 @@ func productsVerifier(products []string) func(context.Context) error {
 func makeContenders(s makeSetup) ([]nativeContender, []nativeRatioSpec) {
 	j2 := 2 * s.cpus
 	cs := []nativeContender{
-		{key: RowMake2x, runner: RunnerMake, jobs: "2x", j: j2, builds: []nativeBuild{makeBuild(s.plain, j2, "")}},
-		{key: RowMakeMax, runner: RunnerMake, jobs: "max", j: 0, builds: []nativeBuild{makeBuild(s.plain, 0, "")}},
-		{key: RowMakeMaxLauncher, runner: RunnerMake, jobs: "max", j: 0, launcher: true, builds: []nativeBuild{makeBuild(s.launch, 0, s.launcher)}},
+		{key: RowMake2x, runner: RunnerMake, jobs: "2x", j: j2, builds: []nativeBuild{makeBuild(s.plain, j2, "", "")}},
+		{key: RowMakeMax, runner: RunnerMake, jobs: "max", j: 0, builds: []nativeBuild{makeBuild(s.plain, 0, "", "")}},
+		{key: RowMakeMaxLauncher, runner: RunnerMake, jobs: "max", j: 0, launcher: true, builds: []nativeBuild{makeBuild(s.launch, 0, s.launcher, s.numasteal)}},
 	}
 	rs := []nativeRatioSpec{
 		{name: "launcher max / make 2x (elapsed)", num: RowMakeMaxLauncher, den: RowMake2x, limit: 1.03},
@@ -128,9 +137,9 @@ func makeContenders(s makeSetup) ([]nativeContender, []nativeRatioSpec) {
 	if s.plainB != nil && s.launchB != nil {
 		cs = append(cs,
 			nativeContender{key: RowPairMake2x, runner: RunnerMake, jobs: "2x", j: j2,
-				builds: []nativeBuild{makeBuild(s.plain, j2, ""), makeBuild(*s.plainB, j2, "")}},
+				builds: []nativeBuild{makeBuild(s.plain, j2, "", ""), makeBuild(*s.plainB, j2, "", "")}},
 			nativeContender{key: RowPairMakeLauncher, runner: RunnerMake, jobs: "max", j: 0, launcher: true,
-				builds: []nativeBuild{makeBuild(s.launch, 0, s.launcher), makeBuild(*s.launchB, 0, s.launcher)}},
+				builds: []nativeBuild{makeBuild(s.launch, 0, s.launcher, s.numasteal), makeBuild(*s.launchB, 0, s.launcher, s.numasteal)}},
 		)
 		rs = append(rs, nativeRatioSpec{name: "two builds: launcher max / make 2x (elapsed, later end)", num: RowPairMakeLauncher, den: RowPairMake2x, limit: 0.95})
 	}

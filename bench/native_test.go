@@ -60,13 +60,13 @@ func TestMakeContenders(t *testing.T) {
 	tree := func(name string) *makeTree {
 		return &makeTree{dir: "/src", vars: []string{"O=/out/" + name}, products: []string{"/out/" + name + "/vmlinux"}}
 	}
-	s := makeSetup{plain: *tree("plain"), launch: *tree("launch"), launcher: "/bin/numasteal-launch", cpus: 2}
+	s := makeSetup{plain: *tree("plain"), launch: *tree("launch"), launcher: "/bin/numasteal-launch", numasteal: "/bin/numasteal", cpus: 2}
 	cc := []string{"CC=/bin/numasteal-launch gcc", "HOSTCC=/bin/numasteal-launch gcc"}
 	plain := func(name string, j ...string) []string {
 		return append([]string{"make", "-C", "/src", "O=/out/" + name, "-j"}, j...)
 	}
 	launched := func(name string) []string {
-		return append(append([]string{"make", "-C", "/src", "O=/out/" + name}, cc...), "-j")
+		return append(append([]string{"/bin/numasteal", "exec", "make", "-C", "/src", "O=/out/" + name}, cc...), "-j")
 	}
 	clean := func(name string) []string { return []string{"make", "-C", "/src", "O=/out/" + name, "clean"} }
 	want := []struct {
