@@ -152,7 +152,10 @@
 // [remote_fault=1]" (the daemon answers "ok", which the launcher does not
 // wait for). remote=1: the command may run on a farm host; local=1: it
 // is run here after distcc failed on one. "status" gets "status json=...",
-// "ping" gets "pong". Errors are "error code= msg=": code "version" for a
+// "ping" gets "pong". "jobserver name=PROG" (numasteal exec, package
+// launch/buildexec) gets "jobserver build= slots=" carrying the two ends of
+// the build's jobserver pipe (SCM_RIGHTS, Conn.ReadRights); the asking
+// process becomes the build's root. Errors are "error code= msg=": code "version" for a
 // line of another version (the daemon closes), "malformed", "verb",
 // "order", "perm" (a peer of another uid, by SO_PEERCRED), "gone" (the
 // process of the job's build has ended, see "Build identity": the
@@ -164,10 +167,11 @@
 //
 // # Build identity
 //
-// A build is $NUMASTEAL_BUILD if set, else the outermost ancestor process
-// of the launcher whose command is a build tool (make, ninja, meson,
-// cmake...), named by command, pid and start time; else the parent
-// process. The daemon finds it from the launcher's pid (SO_PEERCRED), see
+// A build is $NUMASTEAL_BUILD if set, else the innermost ancestor of the
+// launcher that numasteal exec made a build's root (Builds.AddRoot), else
+// the outermost ancestor process of the launcher whose command is a build
+// tool (make, ninja, meson, cmake...), named by command, pid and start
+// time; else the parent process. The daemon finds it from the launcher's pid (SO_PEERCRED), see
 // Builds. Make under ninja
 // under make is then one build (the outermost make); two make -j started
 // side by side are two. Neither the process group (ninja gives each

@@ -17,6 +17,21 @@
 // process trees hold now), within --mem. When no job runs, any job is
 // admitted: it runs alone rather than never.
 //
+// # Jobserver
+//
+// "numasteal exec make ..." (package launch/buildexec) asks the daemon
+// for a jobserver: a pipe whose tokens are the daemon's slots
+// (jobserver.Elastic), which the make it becomes takes a token from
+// before it forks a job. So make forks only the jobs a slot is free for,
+// and a make -j of a thousand ready compiles has a handful of launchers
+// alive, not a thousand waiting ones. The daemon lends free slots to the
+// builds whose pipe is empty, takes idle tokens back for another build
+// or a waiting launcher, and all of them while memory holds admission;
+// a job of the build runs at once on a token no running job of the
+// build stands on, subject to memory. Tokens a killed process held are
+// counted back from what the build's process tree can still hold. The
+// details are in jobserver.go.
+//
 // # Memory
 //
 // A job's need is its output file's peak the last time it was built, plus
