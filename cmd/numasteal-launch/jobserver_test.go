@@ -48,7 +48,8 @@ func TestExecMakeForksOnlyWhatRuns(t *testing.T) {
 	count := filepath.Join(dir, "count.sh")
 	seen := filepath.Join(dir, "seen")
 	// Each compile notes how many launchers are alive as it starts.
-	os.WriteFile(count, []byte("#!/bin/sh\npgrep -c -x numasteal-launc >> "+seen+"\nexec cc \"$@\"\n"), 0o755)
+	// (this test binary's launchers only: other tests may run beside).
+	os.WriteFile(count, []byte("#!/bin/sh\npgrep -c -f '^"+e.launcher()+" ' >> "+seen+"\nexec cc \"$@\"\n"), 0o755)
 	args := e.execMake(dir, "-j", "CC="+e.launcher()+" "+count)
 	out := run(t, e.cmd(dir, args[0], args[1:]...))
 	checkBuilt(t, e, dir, "prog", 42, out)

@@ -67,8 +67,8 @@ type jsBuild struct {
 	// lent while every slot is taken and the build's launchers run on all
 	// it holds, so that the launchers of its next jobs have started and
 	// wait, ready, when a slot frees (a launcher's start would otherwise
-	// add to every job's time). A job that is no launcher may run on one
-	// at once: up to maxAhead such jobs beyond the slots.
+	// add to every job's time); or demoted from a build over its fair
+	// share. A launcher on one waits for a slot like any other.
 	ahead int
 	// idle is the pipe's token count at the last look.
 	idle int
@@ -98,8 +98,8 @@ func (js *jsBuild) forget(n int) {
 	js.ahead -= min(js.ahead, n)
 }
 
-// maxAhead is the most tokens lent ahead to a build with the pool's
-// slots: a quarter of them, 1 to 4.
+// maxAhead is the most tokens lendAhead lends ahead to a build with the
+// pool's slots: a quarter of them, 1 to 4.
 func maxAhead(slots int) int { return min(max(slots/4, 1), 4) }
 
 // reclaim reads idle tokens back out of the builds' pipes: all of them
@@ -139,60 +139,84 @@ func (p *pool) wants(q *buildQueue) bool {
 	return q.js.idle == 0
 }
 
-// lend gives the free slots to the jobservers that want one, shared
-// between them, least recently served build first: first each one's
-// implicit slot, then tokens while memory has room for the build's next
-// compile beside every token lent and not yet run on. With no slot free,
-// a build that wants one is lent up to maxAhead tokens ahead.
-func (p *pool) lend() {
-	var want []*buildQueue
+// refreshIdle reads how many tokens lie idle in each jobserver's pipe.
+func (p *pool) refreshIdle() {
 	for _, q := range p.builds {
-		if q.js != nil && p.wants(q) {
-			want = append(want, q)
-		}
-	}
-	if len(want) == 0 {
-		return
-	}
-	free := p.slots - p.used()
-	if free <= 0 {
-		for _, q := range want {
-			// Only while launchers run on all the build's slots: a job
-			// that is no launcher (cp, a script) would run on the token
-			// at once, beyond the slots.
-			if q.js.implicit && q.local >= q.js.reserved() && q.js.ahead < maxAhead(p.slots) && q.js.pipe.Lend(1) == nil {
-				q.js.lent++
-				q.js.ahead++
-				q.js.idle++
+		if q.js != nil {
+			if n, err := q.js.pipe.Idle(); err == nil {
+				q.js.idle = n
 			}
 		}
+	}
+}
+
+// lendOne gives q's jobserver a slot of the pool: the make's implicit
+// slot first, then a token lent ahead made to stand on the slot, then a
+// new token while memory has room for the build's next compile beside
+// every token lent and not yet run on. It reports false when memory has
+// no room.
+func (p *pool) lendOne(q *buildQueue) bool {
+	js := q.js
+	switch {
+	case !js.implicit:
+		js.implicit = true
+	case js.ahead > 0:
+		js.ahead--
+	case !p.tokenFits(q) || js.pipe.Lend(1) != nil:
+		return false
+	default:
+		js.lent++
+		js.idle++
+	}
+	p.admitSeq++
+	q.served = p.admitSeq
+	return true
+}
+
+// lendAhead lends, with no slot free, a token ahead to each jobserver
+// that wants one and whose launchers run on every slot it holds, up to
+// maxAhead. A job that is no launcher (cp, a script) would run on it at
+// once, beyond the slots: hence only while launchers fill the build's.
+func (p *pool) lendAhead() {
+	if p.used() < p.slots {
 		return
 	}
-	slices.SortStableFunc(want, func(a, b *buildQueue) int {
-		switch {
-		case a.served < b.served:
-			return -1
-		case a.served > b.served:
-			return 1
+	for _, q := range p.builds {
+		js := q.js
+		if js == nil || !js.implicit || !p.wants(q) || q.local < js.reserved() || js.ahead >= maxAhead(p.slots) {
+			continue
 		}
-		return 0
-	})
-	share := (free + len(want) - 1) / len(want)
-	for _, q := range want {
-		for k := 0; k < share && free > 0; k++ {
-			if !q.js.implicit {
-				q.js.implicit = true
-			} else {
-				if !p.tokenFits(q) || q.js.pipe.Lend(1) != nil {
-					break
-				}
-				q.js.lent++
-				q.js.idle++
-			}
-			free--
+		if js.pipe.Lend(1) == nil {
+			js.lent++
+			js.ahead++
+			js.idle++
 		}
-		p.admitSeq++
-		q.served = p.admitSeq
+	}
+}
+
+// demote keeps the slots fair when every one is taken and a build waits
+// for one (a waiting job of its own, or a jobserver holding all it has):
+// a jobserver build holding more than its share (the slots over the
+// builds that run or wait) has its tokens beyond the share counted as
+// lent ahead. Its make keeps them, but its next launchers wait for a
+// slot in the round robin like anyone's.
+func (p *pool) demote() {
+	waiting, active := false, 0
+	for _, q := range p.builds {
+		starved := len(q.jobs) > 0 && !p.covered(q) || q.js != nil && len(q.jobs) == 0 && p.wants(q)
+		waiting = waiting || starved
+		if starved || q.running > 0 {
+			active++
+		}
+	}
+	if !waiting || active < 2 {
+		return
+	}
+	share := (p.slots + active - 1) / active
+	for _, q := range p.builds {
+		if js := q.js; js != nil && js.reserved() > share {
+			js.ahead += min(js.reserved()-share, js.lent-js.ahead)
+		}
 	}
 }
 

@@ -227,16 +227,17 @@ func (p *pool) remove(j *job) {
 	p.admit()
 }
 
-// admit gives free local slots to waiting jobs, lends the slots left to
-// the builds' jobservers (taking back idle tokens others need first),
-// then gives farm slots to the waiting jobs that may go remote.
+// admit gives free local slots to waiting jobs and to the builds'
+// jobservers that want one, round robin (taking back idle tokens others
+// need first), lends tokens ahead, then gives farm slots to the waiting
+// jobs that may go remote.
 func (p *pool) admit() {
 	held := p.admitLocal()
 	if p.reclaim(held) {
 		held = p.admitLocal()
 	}
 	if !held {
-		p.lend()
+		p.lendAhead()
 	}
 	p.admitRemote()
 }
@@ -269,16 +270,28 @@ func (p *pool) covered(q *buildQueue) bool {
 // waits forever. A job on a slot its build holds (covered) needs no free
 // one. admitLocal reports whether it stopped for memory.
 func (p *pool) admitLocal() (held bool) {
+	p.refreshIdle()
 	for {
 		free := p.used() < p.slots
 		var q *buildQueue
 		for _, b := range p.builds {
-			if len(b.jobs) > 0 && (free || p.covered(b)) && (q == nil || b.served < q.served) {
+			ok := len(b.jobs) > 0 && (free || p.covered(b)) || free && len(b.jobs) == 0 && b.js != nil && p.wants(b)
+			if ok && (q == nil || b.served < q.served) {
 				q = b
 			}
 		}
 		if q == nil {
+			if !free {
+				p.demote()
+			}
 			return false
+		}
+		if len(q.jobs) == 0 {
+			// A jobserver that holds all it has: a slot for it.
+			if !p.lendOne(q) {
+				return true
+			}
+			continue
 		}
 		j := q.jobs[0]
 		if !j.learned && p.estimate != nil {
