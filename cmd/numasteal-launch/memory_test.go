@@ -59,7 +59,19 @@ func TestMemoryBudget(t *testing.T) {
 // and on the second (learned), with every object built and make seeing
 // no failure.
 func TestMemoryLimitedBuild(t *testing.T) {
+	testMemoryLimitedBuild(t, false)
+}
+
+// TestMemoryLimitedBuildExec is TestMemoryLimitedBuild started the
+// README's way, numasteal exec make -j: make forks a compile only on a
+// token, and the daemon lends none while memory holds admission.
+func TestMemoryLimitedBuildExec(t *testing.T) {
+	testMemoryLimitedBuild(t, true)
+}
+
+func testMemoryLimitedBuild(t *testing.T, exec bool) {
 	b := newLimitedBuild(t, 400<<20, []int{250, 250, 250, 250, 250, 250}, 800)
+	b.exec = exec
 	for round := 1; round <= 2; round++ {
 		run(t, b.e.cmd(b.src, "make", "clean"))
 		before := b.g.OOMKills()
@@ -85,6 +97,8 @@ type limitedBuild struct {
 	cc   string
 	runs string
 	objs []string
+	// exec starts make under numasteal exec, on the daemon's jobserver.
+	exec bool
 }
 
 func newLimitedBuild(t *testing.T, limit int64, mib []int, ms int) *limitedBuild {
@@ -109,7 +123,12 @@ func newLimitedBuild(t *testing.T, limit int64, mib []int, ms int) *limitedBuild
 // make runs make -j in the group through the launcher, and returns its
 // output and error.
 func (b *limitedBuild) make(args ...string) (string, error) {
-	c := b.g.Command(b.e.cmd(b.src, "make", append([]string{"-j", "CC=" + b.e.launcher() + " " + b.cc}, args...)...))
+	args = append([]string{"-j", "CC=" + b.e.launcher() + " " + b.cc}, args...)
+	name := "make"
+	if b.exec {
+		name, args = filepath.Join(binDir, "numasteal"), append([]string{"exec", "make"}, args...)
+	}
+	c := b.g.Command(b.e.cmd(b.src, name, args...))
 	out, err := c.CombinedOutput()
 	return string(out), err
 }
