@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 
 	"github.com/numasteal/numasteal/launch/buildexec"
 )
+
+// exitNotFound is a shell's exit status for a command it cannot run.
+const exitNotFound = 127
 
 // runExec is "numasteal exec COMMAND [ARGS...]": package buildexec. There
 // are no flags: everything after "exec" is the command. It returns only
@@ -33,6 +39,21 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		serve = []string{exe, "serve"}
 	}
 	err := buildexec.Exec(buildexec.Config{Args: args, Serve: serve})
+	var notRun *exec.Error
+	if errors.As(err, &notRun) {
+		// As a shell says it: the command, why, exit 127.
+		why := "cannot run"
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
+			why = "not found in PATH"
+		case errors.Is(err, fs.ErrNotExist):
+			why = "no such file or directory"
+		case errors.Is(err, fs.ErrPermission):
+			why = "permission denied"
+		}
+		fmt.Fprintf(stderr, "numasteal exec: %s: %s\n", notRun.Name, why)
+		return exitNotFound
+	}
 	fmt.Fprintf(stderr, "numasteal exec: %v\n", err)
 	return exitFail
 }
