@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,18 +17,6 @@ import (
 	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/launch"
 )
-
-// Config configures Exec.
-type Config struct {
-	// Args is the command and its arguments.
-	Args []string
-	// Serve is the command line that starts the daemon when none runs
-	// (launch.ServeCommand); nil: only a running daemon is used.
-	Serve []string
-	// Getenv and Environ read the environment; nil: the process's.
-	Getenv  func(string) string
-	Environ func() []string
-}
 
 // Exec asks the daemon for a jobserver and execs cfg.Args with it. It
 // returns only when something failed before the exec, with an error
@@ -84,7 +73,8 @@ func Exec(cfg Config) error {
 		}
 	}
 	auth := strconv.Itoa(fds[0]) + "," + strconv.Itoa(fds[1])
-	env := setenv(environ(), "MAKEFLAGS", jobserver.MergeMakeflags(getenv("MAKEFLAGS"), int(slots), auth))
+	env := slices.DeleteFunc(environ(), func(kv string) bool { return strings.HasPrefix(kv, "MAKEFLAGS=") })
+	env = append(env, "MAKEFLAGS="+jobserver.MergeMakeflags(getenv("MAKEFLAGS"), int(slots), auth))
 	args := cfg.Args
 	if isMake(name) {
 		args = DropJobs(args)
@@ -92,15 +82,4 @@ func Exec(cfg Config) error {
 	conn.Close()
 	err = launch.Exec(path, args, env)
 	return fmt.Errorf("exec %s: %w", path, err)
-}
-
-// setenv returns env with every key entry replaced by key=value.
-func setenv(env []string, key, value string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
 }
