@@ -18,10 +18,11 @@ var buildTools = map[string]bool{
 
 // Builds names the builds launchers belong to ("Build identity" in the
 // package documentation), for the daemon, which reads the process tree
-// so that the launcher need not: the outermost ancestor of a launcher
-// whose command is a build tool (make, ninja, ...), named
-// "comm-PID-STARTTIME" (the start time keeps a reused pid from naming an
-// old build); else the launcher's parent, named the same way. The answer
+// so that the launcher need not: the innermost ancestor registered with
+// AddRoot, else the outermost ancestor of a launcher whose command is a
+// build tool (make, ninja, ...), named "comm-PID-STARTTIME" (the start
+// time keeps a reused pid from naming an old build); else the launcher's
+// parent, named the same way. The answer
 // for a parent is cached, keyed by its pid and start time, so the
 // launchers of one make cost two reads of /proc/PID/stat each, not a walk
 // of the tree. A Builds is safe for concurrent use.

@@ -239,24 +239,19 @@ func (p *pool) tokenFits(q *buildQueue) bool {
 	return room >= p.estimateBuild(q.id)
 }
 
-// refreshJobservers reads each jobserver's idle tokens, reads out a
-// surplus, counts lost tokens back, and admits again. s.mu held.
+// refreshJobserversLocked reads each jobserver's idle tokens, reads out
+// a surplus, counts lost tokens back, and admits again. s.mu held.
 func (s *Server) refreshJobserversLocked(now time.Time) {
+	s.pool.refreshIdle()
 	for _, q := range s.pool.builds {
 		js := q.js
 		if js == nil {
 			continue
 		}
-		idle, err := js.pipe.Idle()
-		if err != nil {
-			continue
-		}
-		if idle > js.lent {
+		if idle, err := js.pipe.Idle(); err == nil && idle > js.lent {
 			// Tokens counted lost came back: read out the surplus.
-			n, _ := js.pipe.Reclaim(idle - js.lent)
-			idle -= n
+			js.pipe.Reclaim(idle - js.lent)
 		}
-		js.idle = idle
 		js.peak = max(js.peak, q.running+len(q.jobs))
 		s.checkLostLocked(q, now)
 	}
