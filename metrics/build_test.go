@@ -124,7 +124,8 @@ func TestFarmCollector(t *testing.T) {
 func TestDaemonCollector(t *testing.T) {
 	st := daemon.Status{Slots: 2, MemBudget: 1 << 20, MemUsed: 256 << 10, Done: 7,
 		Running: []daemon.JobStatus{{ID: 1}}, Waiting: []daemon.BuildQueue{{Build: "make:1", Waiting: 3}},
-		Hosts: []daemon.HostStatus{{Host: "a:3632", Slots: 4, Running: 1, Jobs: 9}, {Host: "b:3632", Slots: 2, Failures: 1, Down: true}}}
+		Hosts:      []daemon.HostStatus{{Host: "a:3632", Slots: 4, Running: 1, Jobs: 9}, {Host: "b:3632", Slots: 2, Failures: 1, Down: true}},
+		Jobservers: []daemon.JobserverStatus{{Build: "make-9-1", Lent: 3, Idle: 1, Recovered: 2}}}
 	c := NewDaemonCollector(func() (daemon.Status, error) { return st, nil })
 	lint(t, c)
 	want := `
@@ -142,9 +143,15 @@ numasteal_farm_host_up{host="b:3632"} 0
 # TYPE numasteal_farm_host_jobs_total counter
 numasteal_farm_host_jobs_total{host="a:3632"} 9
 numasteal_farm_host_jobs_total{host="b:3632"} 0
+# HELP numasteal_daemon_jobserver_tokens_lent Tokens a build's jobserver holds or has idle (numasteal exec), by build.
+# TYPE numasteal_daemon_jobserver_tokens_lent gauge
+numasteal_daemon_jobserver_tokens_lent{build="make-9-1"} 3
+# HELP numasteal_daemon_jobserver_tokens_recovered Tokens of a build's jobserver counted back after the process holding them died, by build.
+# TYPE numasteal_daemon_jobserver_tokens_recovered gauge
+numasteal_daemon_jobserver_tokens_recovered{build="make-9-1"} 2
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "numasteal_daemon_jobs_waiting", "numasteal_daemon_memory_held_bytes",
-		"numasteal_farm_host_up", "numasteal_farm_host_jobs_total"); err != nil {
+		"numasteal_farm_host_up", "numasteal_farm_host_jobs_total", "numasteal_daemon_jobserver_tokens_lent", "numasteal_daemon_jobserver_tokens_recovered"); err != nil {
 		t.Error(err)
 	}
 	down := NewDaemonCollector(func() (daemon.Status, error) { return daemon.Status{}, errors.New("no daemon") })
