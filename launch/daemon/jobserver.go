@@ -167,10 +167,28 @@ func (p *pool) lendOne(q *buildQueue) bool {
 	default:
 		js.lent++
 		js.idle++
+		// More at once while nobody else waits for the free slots, so
+		// that a make starts its first jobs together, not one a tick.
+		for n := p.lendBurst(q); n > 1 && p.tokenFits(q) && js.pipe.Lend(1) == nil; n-- {
+			js.lent++
+			js.idle++
+		}
 	}
 	p.admitSeq++
 	q.served = p.admitSeq
 	return true
+}
+
+// lendBurst is how many tokens q's jobserver may be lent at once: the
+// free slots shared between the builds that wait for one (q among them).
+func (p *pool) lendBurst(q *buildQueue) int {
+	waiting := 1
+	for _, b := range p.builds {
+		if b != q && (len(b.jobs) > 0 && !p.covered(b) || b.js != nil && len(b.jobs) == 0 && p.wants(b)) {
+			waiting++
+		}
+	}
+	return (p.slots - p.used() + 1) / waiting
 }
 
 // lendAhead lends, with no slot free, a token ahead to each jobserver

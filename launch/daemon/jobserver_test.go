@@ -3,9 +3,18 @@
 package daemon
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
 	"github.com/numasteal/numasteal/jobserver"
+	"github.com/numasteal/numasteal/launch"
 )
 
 // addJobserver gives p a build with a jobserver, as startJobserver does
@@ -127,5 +136,63 @@ func TestPoolReclaimsForMemory(t *testing.T) {
 	}
 	if n, _ := a.js.pipe.Idle(); n != 0 || a.js.lent != 0 {
 		t.Fatalf("while memory holds: %d idle tokens, %d lent; want 0 0", n, a.js.lent)
+	}
+}
+
+// TestJobserverServed asks a daemon of 3 slots for a jobserver over its
+// socket, as numasteal exec does: the reply carries the pipe, which holds
+// the 2 tokens beside the make's implicit slot; the status shows the
+// build, named by this process; at shutdown every goroutine ends.
+func TestJobserverServed(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir, err := os.MkdirTemp("", "nsd-") // short: a socket path is at most 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	paths := launch.PathsFromEnv(func(k string) string {
+		if k == "NUMASTEAL_SOCKET" {
+			return filepath.Join(dir, "sock")
+		}
+		return ""
+	})
+	s, err := Listen(Config{Paths: paths, Slots: 3, Mem: 1 << 30, Idle: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	c, err := launch.Dial(paths.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Send(launch.NewMsg("jobserver", "name", "make")); err != nil {
+		t.Fatal(err)
+	}
+	m, fds, err := c.ReadRights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		defer unix.Close(fd)
+	}
+	if slots, _ := m.Int("slots"); m.Verb != "jobserver" || slots != 3 || len(fds) != 2 {
+		t.Fatalf("reply %v with %d descriptors; want jobserver slots=3 and 2", m, len(fds))
+	}
+	if n, err := unix.IoctlGetInt(fds[0], unix.TIOCINQ); err != nil || n != 2 {
+		t.Fatalf("the pipe holds %d tokens (%v); want 2", n, err)
+	}
+	st := s.Status()
+	prefix := "make-" + strconv.Itoa(os.Getpid()) + "-"
+	if len(st.Jobservers) != 1 || !strings.HasPrefix(st.Jobservers[0].Build, prefix) || st.Jobservers[0].Lent != 2 || !st.Jobservers[0].Implicit {
+		t.Fatalf("status jobservers %+v; want one of build %s..., 2 lent, implicit", st.Jobservers, prefix)
 	}
 }
