@@ -10,7 +10,8 @@
 // MAKEFLAGS as " -jN --jobserver-auth=R,W" (N: the daemon's slots), and
 // execs the command in its own place, so the tool's pid is the one the
 // daemon watches: the build ends when it exits, and the tokens it lent
-// go back to the pool. For make, a -j option on the command line would
+// go back to the pool ($NUMASTEAL_BUILD, which would name another build,
+// is removed from its environment). For make, a -j option on the command line would
 // make it ignore the jobserver ("-jN forced in submake"), so Exec drops
 // a standalone -j, -jN, --jobs and --jobs=N (and the N of "-j N") from a
 // make's arguments; the daemon decides how many jobs run.

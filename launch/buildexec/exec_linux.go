@@ -73,7 +73,11 @@ func Exec(cfg Config) error {
 		}
 	}
 	auth := strconv.Itoa(fds[0]) + "," + strconv.Itoa(fds[1])
-	env := slices.DeleteFunc(environ(), func(kv string) bool { return strings.HasPrefix(kv, "MAKEFLAGS=") })
+	// The build is this process: a $NUMASTEAL_BUILD would name another,
+	// whose launchers the jobserver's tokens would not cover.
+	env := slices.DeleteFunc(environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "NUMASTEAL_BUILD=")
+	})
 	env = append(env, "MAKEFLAGS="+jobserver.MergeMakeflags(getenv("MAKEFLAGS"), int(slots), auth))
 	args := cfg.Args
 	if isMake(name) {
