@@ -36,10 +36,14 @@ func WriteNativeTable(w io.Writer, r *NativeResult) {
 }
 
 // nativeRowLabel names a row in the table: the tool, its -j, whether the
-// launcher ran, and "2 x" for a pair ("make -j 4", "make -j +launcher",
-// "2 x ninja").
+// launcher ran, and "2 x" for a pair ("make -j 4", "numasteal exec make
+// -j +launcher", "2 x ninja"). make runs under numasteal exec with the
+// launcher (makeContenders).
 func nativeRowLabel(row NativeRow) string {
 	s := row.Runner
+	if row.Launcher && row.Runner == RunnerMake {
+		s = "numasteal exec " + s
+	}
 	switch {
 	case row.J == 0:
 		s += " -j"

@@ -232,7 +232,7 @@ func TestNativeRowLabel(t *testing.T) {
 		want string
 	}{
 		{NativeRow{Runner: "make", J: 4, Builds: 1}, "make -j 4"},
-		{NativeRow{Runner: "make", J: 0, Launcher: true, Builds: 1}, "make -j +launcher"},
+		{NativeRow{Runner: "make", J: 0, Launcher: true, Builds: 1}, "numasteal exec make -j +launcher"},
 		{NativeRow{Runner: "ninja", J: -1, Builds: 2}, "2 x ninja"},
 		{NativeRow{Runner: "ninja", J: 1000, Launcher: true, Builds: 2}, "2 x ninja -j 1000 +launcher"},
 	} {
@@ -250,7 +250,7 @@ func TestWriteNativeTable(t *testing.T) {
 	var b bytes.Buffer
 	WriteNativeTable(&b, r)
 	for _, want := range []string{"linux:tinyconfig, native build, 2 CPUs, median of 3 runs", "launcher: /bin/L",
-		"make -j 4", "make -j +launcher", "1.50", "1.010 (target <= 1.03) MET", "(user+sys)                          1.200\n"} {
+		"make -j 4", "numasteal exec make -j +launcher", "1.50", "1.010 (target <= 1.03) MET", "(user+sys)                          1.200\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
