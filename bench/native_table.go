@@ -12,13 +12,13 @@ import (
 // verdict of those that have a target.
 func WriteNativeTable(w io.Writer, r *NativeResult) {
 	fmt.Fprintf(w, "kernbench: %s, native build, %d CPUs, median of %d runs\nlauncher: %s\n\n", r.Corpus, r.CPUs, r.Reps, r.Launcher)
-	fmt.Fprintf(w, "%-26s %9s %9s %9s %6s %10s %8s\n", "build", "Elapsed", "System", "User", "CPU", "User+Sys", "Daemon")
+	fmt.Fprintf(w, "%-34s %9s %9s %9s %6s %10s %8s\n", "build", "Elapsed", "System", "User", "CPU", "User+Sys", "Daemon")
 	for _, row := range r.Rows {
 		daemon := ""
 		if row.Launcher {
 			daemon = fmt.Sprintf("%8.2f", row.DaemonS)
 		}
-		fmt.Fprintf(w, "%-26s %9.2f %9.2f %9.2f %5.0f%% %10.2f %8s\n", nativeRowLabel(row), row.ElapsedS, row.SysS, row.UserS, row.CPUPct, row.UserS+row.SysS, daemon)
+		fmt.Fprintf(w, "%-34s %9.2f %9.2f %9.2f %5.0f%% %10.2f %8s\n", nativeRowLabel(row), row.ElapsedS, row.SysS, row.UserS, row.CPUPct, row.UserS+row.SysS, daemon)
 	}
 	fmt.Fprintln(w)
 	for _, t := range r.Ratios {
