@@ -162,10 +162,10 @@ type Task struct {
 
 	exited     chan struct{} // closed when the main child has exited (not reaped)
 	exitedOnce sync.Once
-	done   chan struct{} // closed when the task has ended whole
-	term   chan struct{} // closed by Terminate
-	kill   chan struct{} // closed by Kill
-	once   struct{ term, kill sync.Once }
+	done       chan struct{} // closed when the task has ended whole
+	term       chan struct{} // closed by Terminate
+	kill       chan struct{} // closed by Kill
+	once       struct{ term, kill sync.Once }
 
 	cause error // set before done is closed
 	err   error // cmd.Wait's, set before done is closed
