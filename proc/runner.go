@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,6 +147,13 @@ type Runner struct {
 	sup    *supervise.Supervisor
 	ownSup bool // sup was made by NewRunner: Close closes it
 	bufs   copyBufs
+	caps   captures // the files children write their output to
+	// devNull is every child's stdin, opened once; nil if it could not
+	// be (exec.Cmd then opens one per child).
+	devNull *os.File
+	// paths caches PATH lookups: program name -> absolute path. A name
+	// is looked up once per runner, as this process's PATH says.
+	paths sync.Map
 
 	// running counts the processes running on each CPU, for the
 	// placement; index = CPU id. goLoad is the runtime's Load.
@@ -193,6 +202,10 @@ func NewRunner(rt *runtime.Runtime, cfg Config) (*Runner, error) {
 		goLoad:  rt.Load(),
 		sup:     sup,
 		ownSup:  own,
+		caps:    captures{dir: cfg.SpillDir},
+	}
+	if f, err := os.Open(os.DevNull); err == nil {
+		r.devNull = f
 	}
 	// Close cancels r.ctx; so does the runtime's closing with Cancel, which
 	// ends its processes too.
@@ -279,6 +292,11 @@ func (r *Runner) Close() error {
 	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
+	r.caps.close()
+	if r.devNull != nil {
+		r.devNull.Close()
+		r.devNull = nil
+	}
 	if r.ownSup {
 		return r.sup.Close()
 	}
@@ -335,6 +353,15 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	}
 	defer pcancel()
 
+	// The child writes its output to files of the runner's, drained into
+	// res once every process of the task is gone; where none can be made,
+	// exec.Cmd copies pipes into res as the child writes.
+	capt, cerr := r.caps.get()
+	if cerr == nil {
+		capt.attach(res.Stdout, res.Stderr)
+		defer r.caps.drain(capt, res.Stdout, res.Stderr)
+	}
+
 	// The fork runs as a runtime task of a group under tctx.
 	var (
 		c     *exec.Cmd
@@ -351,7 +378,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		cpu = r.pickCPU(x)
 		// Counted now, so the next pick sees it.
 		shared := r.running[cpu].Add(1) > 1
-		c = r.command(cmd, res)
+		c = r.command(cmd, res, capt)
 		start = time.Now()
 		if r.cfg.Prepare != nil {
 			if err := r.cfg.Prepare(c); err != nil {
@@ -391,16 +418,33 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	}
 }
 
-// command builds the exec.Cmd for cmd, writing into res's outputs.
-func (r *Runner) command(cmd Command, res *Result) *exec.Cmd {
+// command builds the exec.Cmd for cmd, writing into capt's files, or
+// into res's outputs when capt is nil.
+func (r *Runner) command(cmd Command, res *Result, capt *capture) *exec.Cmd {
 	var c *exec.Cmd
-	if len(cmd.Args) == 0 {
+	switch {
+	case len(cmd.Args) == 0:
 		c = &exec.Cmd{Err: errors.New("proc: empty command")}
-	} else {
-		c = exec.Command(cmd.Args[0], cmd.Args[1:]...)
+	default:
+		name := cmd.Args[0]
+		if p, ok := r.paths.Load(name); ok {
+			c = &exec.Cmd{Path: p.(string), Args: cmd.Args}
+			break
+		}
+		c = exec.Command(name, cmd.Args[1:]...)
+		if c.Err == nil && filepath.Base(name) == name && filepath.IsAbs(c.Path) {
+			r.paths.Store(name, c.Path)
+		}
 	}
 	c.Dir, c.Env = cmd.Dir, cmd.Env
-	c.Stdout, c.Stderr = res.Stdout, res.Stderr
+	if r.devNull != nil {
+		c.Stdin = r.devNull
+	}
+	if capt != nil {
+		c.Stdout, c.Stderr = capt.out, capt.err
+	} else {
+		c.Stdout, c.Stderr = res.Stdout, res.Stderr
+	}
 	// The output pipes close when the task's processes are killed; this
 	// only bounds Wait if one that escaped every mechanism kept a pipe open.
 	c.WaitDelay = r.cfg.Grace
