@@ -115,6 +115,17 @@ type taskCgroup struct {
 	rel    string // below the cgroup2 mount
 	fd     int    // the directory, for CgroupFD
 	events int    // cgroup.events, read with pread
+	// killed says that cgroup.kill was written: such a cgroup is not
+	// reused, since a kernel may kill what is later cloned into it (seen
+	// on Linux 6.18 with CLONE_INTO_CGROUP: a child cloned after the
+	// cgroup's kill gets SIGKILL).
+	killed bool
+}
+
+// kill kills every process in the cgroup and below (cgroup.kill).
+func (tc *taskCgroup) kill() error {
+	tc.killed = true
+	return cgroupKill(tc.dir)
 }
 
 // makeRunCgroup creates the run's cgroup, named numasteal-RUNID, under
@@ -195,7 +206,7 @@ func (c *cgroupRun) get() (*taskCgroup, error) {
 // task when it is empty and thawed and the run reuses cgroups, else
 // closed and removed (waiting up to limit for it to empty).
 func (c *cgroupRun) put(tc *taskCgroup, limit time.Duration) error {
-	if c.reuse {
+	if c.reuse && !tc.killed {
 		if populated, frozen, ok := tc.state(); ok && !populated && !frozen {
 			c.mu.Lock()
 			c.idle = append(c.idle, tc)

@@ -509,7 +509,7 @@ func (s *Supervisor) sweep(t *Task, sigs ...unix.Signal) int {
 	if tc := t.tcg; tc != nil {
 		for _, sig := range sigs {
 			if sig == unix.SIGKILL {
-				if err := cgroupKill(tc.dir); err != nil {
+				if err := tc.kill(); err != nil {
 					s.log.Warn("supervise: cgroup.kill", zap.String("task", t.id), zap.Error(err))
 				}
 				continue
