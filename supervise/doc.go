@@ -87,8 +87,8 @@
 // each task) peeks with waitid(P_ALL, WNOHANG|WNOWAIT), which shows an
 // exited child without reaping it, and reaps by pid only children that no
 // exec.Cmd of the Supervisor owns; when the peek shows an owned zombie
-// (which would hide the others) it lists the children from
-// /proc/self/task/*/children instead. Starts register their child under a
+// (which would hide the others) the pass ends, and the pass that owned
+// zombie's monitor makes once it has reaped it sees past it. Starts register their child under a
 // lock the pass takes exclusively, so a pass never sees an unregistered
 // child of ours. A pass that finds nothing costs one system call
 // (BenchmarkReapPass: 0.4 µs). The catch: any child of this process that a
