@@ -253,7 +253,27 @@ func (p *Process) Wait() *Result {
 // Canceled without running; when ctx is done while it runs, its
 // process group is killed and it reports Canceled.
 func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
-	p := &Process{done: make(chan struct{})}
+	p, n, w := r.begin(ctx, cmd)
+	if w != nil {
+		go r.run(ctx, cmd, n, w, p)
+	}
+	return p
+}
+
+// Run is Start followed by Wait, with the task's life in the calling
+// goroutine.
+func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
+	p, n, w := r.begin(ctx, cmd)
+	if w != nil {
+		r.run(ctx, cmd, n, w, p)
+	}
+	return p.result
+}
+
+// begin makes the task's Process and queues it for n slots (w); w is nil
+// when the runner is closed, and the Process is done then.
+func (r *Runner) begin(ctx context.Context, cmd Command) (p *Process, n int, w *slotWaiter) {
+	p = &Process{done: make(chan struct{})}
 	res := &Result{
 		Args: cmd.Args, CPU: -1, Worker: -1, Pid: -1, ExitCode: -1,
 		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath, &r.bufs),
@@ -267,19 +287,12 @@ func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 		res.Stdout.seal()
 		res.Stderr.seal()
 		close(p.done)
-		return p
+		return p, 0, nil
 	}
 	r.wg.Add(1)
 	r.mu.Unlock()
-	n := r.slots.clamp(cmd.Slots)
-	w := r.slots.enqueue(n)
-	go r.run(ctx, cmd, n, w, p)
-	return p
-}
-
-// Run is Start followed by Wait.
-func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
-	return r.Start(ctx, cmd).Wait()
+	n = r.slots.clamp(cmd.Slots)
+	return p, n, r.slots.enqueue(n)
 }
 
 // Close kills every running process group (SIGTERM, then SIGKILL after
@@ -389,15 +402,20 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		st, res.Err = r.fork(pctx, x, c, cpu, shared, res)
 		return nil
 	})
-	if err := g.Wait(); err != nil || c == nil {
+	gerr := g.Wait()
+	if c == nil {
 		// Never forked: canceled before the fork task ran.
-		if err == nil {
-			err = context.Canceled
+		if gerr == nil {
+			gerr = context.Canceled
 		}
-		res.Outcome, res.Err = Canceled, err
+		res.Outcome, res.Err = Canceled, gerr
 		return
 	}
 	defer r.running[cpu].Add(-1)
+	if gerr != nil && st == nil {
+		res.Outcome, res.Err = Canceled, gerr
+		return
+	}
 	if res.Err != nil {
 		// The program could not be started: the task's failure.
 		res.Outcome = Failed
@@ -410,6 +428,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	if cmd.Started != nil {
 		cmd.Started(st)
 	}
+	st.Monitor()      // this goroutine is the task's monitor
 	werr := st.Wait() // every process of the task is gone and reaped
 	res.End = time.Now()
 	res.fill(c, werr, st.Cause())
@@ -475,8 +494,8 @@ func (r *Runner) fork(ctx context.Context, x *runtime.Ctx, c *exec.Cmd, cpu int,
 			set = cpuset.Of(cpu)
 		}
 	case PinNone:
-		return r.sup.Start(ctx, c)
+		return r.sup.StartUnmonitored(ctx, c, nil)
 	}
 	res.Affinity = set
-	return r.sup.StartPlaced(ctx, c, affinity.Placement{CPUs: set})
+	return r.sup.StartUnmonitored(ctx, c, &affinity.Placement{CPUs: set})
 }

@@ -154,6 +154,9 @@ type Task struct {
 	// exit watches the main child's exit through a pidfd in Go's poller;
 	// nil where pidfds do not work, and a goroutine blocks in waitid.
 	exit *exitWatch
+	// monitor is the task's monitor until Monitor runs it, for a task
+	// started by StartUnmonitored; nil otherwise.
+	monitor func()
 
 	// cgMu guards the task's cgroup against its hand-back: once the task
 	// has ended, tcg is nil and the cgroup may already serve another task.
@@ -180,7 +183,7 @@ type Task struct {
 // SIGKILL) with Cause context.Cause(ctx). Do not call cmd.Wait: the
 // Supervisor does, and Task.Wait returns its error.
 func (s *Supervisor) Start(ctx context.Context, cmd *exec.Cmd) (*Task, error) {
-	return s.start(ctx, cmd, nil)
+	return s.start(ctx, cmd, nil, true)
 }
 
 // StartPlaced is Start with the child confined to p from its first
@@ -190,10 +193,36 @@ func (s *Supervisor) StartPlaced(ctx context.Context, cmd *exec.Cmd, p affinity.
 	if p.CPUs.IsEmpty() {
 		return nil, fmt.Errorf("supervise: StartPlaced: %w", affinity.ErrEmptySet)
 	}
-	return s.start(ctx, cmd, &p)
+	return s.start(ctx, cmd, &p, true)
 }
 
-func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.Placement) (*Task, error) {
+// StartUnmonitored is Start (p nil) or StartPlaced for a caller that has
+// a goroutine to spare for the task: the task gets no monitor goroutine,
+// and the caller must call Task.Monitor, once, which does the monitor's
+// work (ending the task when its main child exits, when ctx is done, on
+// Terminate or Kill) in the calling goroutine. Until Monitor is called,
+// nothing ends the task. A process task's goroutine waits for its task
+// anyway; monitoring it there saves a goroutine and a wake-up per task.
+func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *affinity.Placement) (*Task, error) {
+	if p != nil && p.CPUs.IsEmpty() {
+		return nil, fmt.Errorf("supervise: StartUnmonitored: %w", affinity.ErrEmptySet)
+	}
+	return s.start(ctx, cmd, p, false)
+}
+
+// Monitor runs the monitor of a task started by StartUnmonitored in the
+// calling goroutine and returns once the task is Done. It panics when
+// the task has a monitor already or Monitor was called before.
+func (t *Task) Monitor() {
+	if t.monitor == nil {
+		panic("supervise: Monitor: the task has a monitor already")
+	}
+	m := t.monitor
+	t.monitor = nil
+	m()
+}
+
+func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.Placement, monitor bool) (*Task, error) {
 	if ctx == nil {
 		panic("supervise: Start: nil context")
 	}
@@ -265,7 +294,11 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 		return nil, fmt.Errorf("supervise: starting %s: %w", cmd.Path, err)
 	}
 	t.exit = watchExit(t.pid)
-	go s.monitor(ctx, t)
+	if monitor {
+		go s.monitor(ctx, t)
+	} else {
+		t.monitor = func() { s.monitor(ctx, t) }
+	}
 	return t, nil
 }
 
