@@ -6,9 +6,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/internal/freelist"
 )
 
 // captures lends each process task a pair of files its stdout and stderr
@@ -22,10 +23,8 @@ import (
 // process of a task is gone when it ends (package supervise), so nothing
 // writes into a file after it is handed back.
 type captures struct {
-	dir string // where the files live; "" for os.TempDir()
-
-	mu   sync.Mutex
-	free []*capture
+	dir  string // where the files live; "" for os.TempDir()
+	free freelist.List[*capture]
 }
 
 // capture is one task's pair of files.
@@ -39,14 +38,9 @@ func (cp *capture) attach(stdout, stderr *Output) {
 
 // get returns an idle pair, or a new one.
 func (c *captures) get() (*capture, error) {
-	c.mu.Lock()
-	if n := len(c.free); n > 0 {
-		cp := c.free[n-1]
-		c.free = c.free[:n-1]
-		c.mu.Unlock()
+	if cp, ok := c.free.Pop(); ok {
 		return cp, nil
 	}
-	c.mu.Unlock()
 	out, err := c.newFile()
 	if err != nil {
 		return nil, err
@@ -96,9 +90,7 @@ func (c *captures) drain(cp *capture, stdout, stderr *Output) {
 		cp.close()
 		return
 	}
-	c.mu.Lock()
-	c.free = append(c.free, cp)
-	c.mu.Unlock()
+	c.free.Push(cp)
 }
 
 // drainFile copies f into o, detaches it from o and truncates it; false
@@ -122,15 +114,7 @@ func drainFile(f *os.File, o *Output) bool {
 }
 
 // close closes every idle pair.
-func (c *captures) close() {
-	c.mu.Lock()
-	free := c.free
-	c.free = nil
-	c.mu.Unlock()
-	for _, cp := range free {
-		cp.close()
-	}
-}
+func (c *captures) close() { c.free.Drain((*capture).close) }
 
 func (cp *capture) close() {
 	cp.out.Close()

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/internal/freelist"
 )
 
 // The cgroup mechanism (doc.go, "Cgroups"): a directory per run under this
@@ -104,9 +106,8 @@ type cgroupRun struct {
 	// controller's cgroup, and would count for the next task).
 	reuse bool
 
-	mu   sync.Mutex
-	idle []*taskCgroup // empty, thawed, ready for a task
-	made int           // task cgroups created, their names 1, 2, ...
+	idle freelist.List[*taskCgroup] // empty, thawed, ready for a task
+	made atomic.Int64               // task cgroups created, their names 1, 2, ...
 }
 
 // taskCgroup is one task cgroup, held open while the run lasts.
@@ -174,16 +175,10 @@ func makeRunCgroup(parent, runID string) (*cgroupRun, error) {
 
 // get returns an idle task cgroup, or a new one.
 func (c *cgroupRun) get() (*taskCgroup, error) {
-	c.mu.Lock()
-	if n := len(c.idle); n > 0 {
-		tc := c.idle[n-1]
-		c.idle = c.idle[:n-1]
-		c.mu.Unlock()
+	if tc, ok := c.idle.Pop(); ok {
 		return tc, nil
 	}
-	c.made++
-	name := strconv.Itoa(c.made)
-	c.mu.Unlock()
+	name := strconv.FormatInt(c.made.Add(1), 10)
 	dir := filepath.Join(c.dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("supervise: creating task cgroup: %w", err)
@@ -208,9 +203,7 @@ func (c *cgroupRun) get() (*taskCgroup, error) {
 func (c *cgroupRun) put(tc *taskCgroup, limit time.Duration) error {
 	if c.reuse && !tc.killed {
 		if populated, frozen, ok := tc.state(); ok && !populated && !frozen {
-			c.mu.Lock()
-			c.idle = append(c.idle, tc)
-			c.mu.Unlock()
+			c.idle.Push(tc)
 			return nil
 		}
 	}
@@ -220,15 +213,7 @@ func (c *cgroupRun) put(tc *taskCgroup, limit time.Duration) error {
 
 // closeIdle closes the idle task cgroups; removing the run's directory
 // tree removes them.
-func (c *cgroupRun) closeIdle() {
-	c.mu.Lock()
-	idle := c.idle
-	c.idle = nil
-	c.mu.Unlock()
-	for _, tc := range idle {
-		tc.close()
-	}
-}
+func (c *cgroupRun) closeIdle() { c.idle.Drain((*taskCgroup).close) }
 
 func (tc *taskCgroup) close() {
 	_ = unix.Close(tc.events)
