@@ -93,15 +93,18 @@
 // reparented here instead of to init, and when it exits it is a zombie
 // here. tini reaps with waitpid(-1, WNOHANG), which in a Go program would
 // also reap a main child whose exec.Cmd.Wait is pending and make that Wait
-// fail with ECHILD. So a reaper pass (on each SIGCHLD, signal.Notify on a
-// channel of this Supervisor, coalesced by its buffer of one; and after
-// each task) peeks with waitid(P_ALL, WNOHANG|WNOWAIT), which shows an
+// fail with ECHILD. So a reaper pass (every 50 ms, reapInterval, and
+// after each task) peeks with waitid(P_ALL, WNOHANG|WNOWAIT), which shows an
 // exited child without reaping it, and reaps by pid only children that no
 // exec.Cmd of the Supervisor owns; when the peek shows an owned zombie
 // (which would hide the others) the pass ends, and the pass that owned
-// zombie's monitor makes once it has reaped it sees past it. Starts register their child under a
-// lock the pass takes exclusively, so a pass never sees an unregistered
-// child of ours. A pass that finds nothing costs one system call
+// zombie's monitor makes once it has reaped it sees past it. Starts
+// register their child under a lock the pass takes exclusively, so a pass
+// never sees an unregistered child of ours. The reaper does not listen for
+// SIGCHLD: every main child's exit would wake Go's signal goroutine and
+// the reaper's, two wake-ups per task for a pass the task's monitor makes
+// anyway, while an orphan's zombie (a pid and a task struct) may as well
+// wait up to 50 ms. A pass that finds nothing costs one system call
 // (BenchmarkReapPass: 0.4 µs). The catch: any child of this process that a
 // Supervisor did not start is reaped too, so a program that sets Subreaper
 // must start all its children through Supervisors (as `numasteal run`

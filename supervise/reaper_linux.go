@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,12 +20,21 @@ import (
 // the exec.Cmd.Wait waiting for it, so a pass lists this process's
 // children and waits, WNOHANG, only for those no exec.Cmd owns.
 
-// reapLoop runs a pass for each (coalesced) SIGCHLD until quit.
+// reapInterval is how often the reaper makes a pass: how long an orphan
+// may stay a zombie here at most.
+const reapInterval = 50 * time.Millisecond
+
+// reapLoop makes a pass every reapInterval until quit. It does not wait
+// for SIGCHLD: each main child's exit would then wake Go's signal
+// goroutine and this one, two wake-ups a task for a pass its monitor
+// makes anyway; orphans, which only a pass reaps, are rare.
 func (s *Supervisor) reapLoop() {
 	defer close(s.reaperDone)
+	tick := time.NewTicker(reapInterval)
+	defer tick.Stop()
 	for {
 		select {
-		case <-s.sigchld:
+		case <-tick.C:
 			s.reapPass()
 		case <-s.quit:
 			return

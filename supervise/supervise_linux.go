@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,7 +47,6 @@ type Supervisor struct {
 	wg     sync.WaitGroup     // one per task monitor
 
 	// The reaper (Options.Subreaper); nil channels without it.
-	sigchld    chan os.Signal
 	quit       chan struct{}
 	reaperDone chan struct{}
 
@@ -121,10 +119,8 @@ func New(o Options) (*Supervisor, error) {
 		s.mech.Watchdog = wd.cmd.Process.Pid
 	}
 	if s.mech.Subreaper {
-		s.sigchld = make(chan os.Signal, 1)
 		s.quit = make(chan struct{})
 		s.reaperDone = make(chan struct{})
-		signal.Notify(s.sigchld, unix.SIGCHLD)
 		go s.reapLoop()
 	}
 	s.log.Info("supervise: mechanisms",
@@ -427,7 +423,7 @@ func (s *Supervisor) monitor(ctx context.Context, t *Task) {
 	delete(s.direct, t.pid)
 	delete(s.live, t)
 	s.mu.Unlock()
-	if s.sigchld != nil {
+	if s.mech.Subreaper {
 		s.reapPass()
 	}
 	t.cgMu.Lock()
@@ -694,8 +690,7 @@ func (s *Supervisor) Close() error {
 	}
 	s.wg.Wait()
 	var errs []error
-	if s.sigchld != nil {
-		signal.Stop(s.sigchld)
+	if s.quit != nil {
 		close(s.quit)
 		<-s.reaperDone
 		s.reapPass()
