@@ -236,7 +236,7 @@ func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm
 	rres.Close()
 	// Retry here. The local slot is taken in the order of this moment,
 	// behind the tasks already queued.
-	return b.runner.Start(ctx, cmd).Wait()
+	return b.runner.Run(ctx, cmd)
 }
 
 // remoteError describes a failed remote step.

@@ -401,11 +401,11 @@ func (b *build) runLocal(ctx context.Context, t *buildgraph.Task, cmd proc.Comma
 	for runs := 1; ; runs++ {
 		a := w.a
 		if err := m.wait(ctx, w); err != nil {
-			return b.runner.Start(ctx, cmd).Wait(), 0 // canceled before it ran
+			return b.runner.Run(ctx, cmd), 0 // canceled before it ran
 		}
 		c := cmd
 		c.Started = m.started(a)
-		res := b.runner.Start(ctx, c).Wait()
+		res := b.runner.Run(ctx, c)
 		peak, oom := m.done(a, res)
 		if !oom {
 			return res, peak

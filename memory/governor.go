@@ -163,14 +163,20 @@ func (g *Governor) Admit(need int64, running int) bool {
 }
 
 // Add starts watching job id, any number the owner gives its jobs (0
-// included) that no other watched job has. It reads the OOM-kill
-// counters, the base of the job's Ended.OOMKills.
+// included) that no other watched job has. The base of the job's
+// Ended.OOMKills is the OOM-kill count of the last sample when that is
+// younger than the sampling interval, else the counters read afresh:
+// a run of short jobs reads them once an interval, not once a job.
 func (g *Governor) Add(id int64, spec JobSpec) {
-	base, err := g.src.OOMKills()
 	g.mu.Lock()
-	if err != nil {
-		base = g.sample.OOMKills
+	base, fresh := g.sample.OOMKills, time.Since(g.sampled) < g.opts.Interval
+	g.mu.Unlock()
+	if !fresh {
+		if n, err := g.src.OOMKills(); err == nil {
+			base = n
+		}
 	}
+	g.mu.Lock()
 	g.seq++
 	g.jobs[id] = &watched{seq: g.seq, spec: spec, started: time.Now(), oomBase: base, avail: g.sample.Available}
 	g.pending = max(g.pending-spec.Need, 0)
@@ -214,8 +220,9 @@ func (g *Governor) SetFixed(id int64) {
 type Ended struct {
 	// Peak is the most its processes held at one sample.
 	Peak int64
-	// OOMKills is the OOM-kill count when the job started: compare it
-	// with OOMKilledSince to tell an OOM kill from another SIGKILL.
+	// OOMKills is the OOM-kill count when the job started (at most a
+	// sampling interval before: Add): compare it with OOMKilledSince to
+	// tell an OOM kill from another SIGKILL.
 	OOMKills int64
 	// Frozen is true when the job was frozen as it ended.
 	Frozen bool

@@ -244,7 +244,7 @@ func (s *Source) groupState(g topology.MemoryCgroup) (limit int64, file string, 
 
 func (s *Source) abs(rel string) string { return filepath.Join(s.root, rel) }
 
-func (s *Source) read(rel string) ([]byte, error) { return os.ReadFile(s.abs(rel)) }
+func (s *Source) read(rel string) ([]byte, error) { return readFile(s.abs(rel)) }
 
 // Unlimited is the Room of a plan that no limit bounds.
 const Unlimited = math.MaxInt64

@@ -22,18 +22,27 @@
 //  2. Fork. A Go task injected into the runtime picks the CPU at that
 //     moment (pickCPU) and starts the command as a task of the runner's
 //     supervise.Supervisor, confined to that CPU (or its node) from its
-//     first instruction: the Supervisor's kept fork thread is narrowed to
-//     the set for the fork (supervise.StartPlaced). The worker then goes
-//     back to other Go tasks.
+//     first instruction: it forks from the Supervisor's kept thread
+//     pinned to that CPU (or one narrowed to the node's CPUs for the
+//     fork; supervise.StartUnmonitored). The child's stdin is /dev/null,
+//     opened once per runner, and its stdout and stderr are two files of
+//     the runner's (captures): no pipe, no goroutine copying output. A
+//     program name is looked up in PATH once per runner. The worker then
+//     goes back to other Go tasks.
 //  3. Wait. Command.Started, when set, is given the supervised task (to
-//     watch its memory, to stop it). A plain goroutine, not a worker,
-//     waits for the task's end (supervise.Task.Wait), blocked, burning no
-//     CPU; the Supervisor ends the task when its context is done (the
-//     caller's context, its timeout, Runner.Close, or the runtime closing
-//     with runtime.Cancel).
+//     watch its memory, to stop it). The task's own goroutine, not a
+//     worker, is its supervisor's monitor (supervise.Task.Monitor): it
+//     waits for the main child's exit in Go's poller, burning no CPU, and
+//     ends the task when it exits or its context is done (the caller's
+//     context, its timeout, Runner.Close, or the runtime closing with
+//     runtime.Cancel). Runner.Run does all of it in the caller's
+//     goroutine; Start in a goroutine of its own.
 //  4. Clean-up. Every process of the task is gone and reaped before the
-//     slots are released, Config.Reaped is called, and the result is
-//     delivered.
+//     output files are drained into the Result (an fstat each when the
+//     command printed nothing) and emptied for the next task, the slots
+//     are released, Config.Reaped is called, and the result is
+//     delivered. While the task runs, Output.Len, Bytes and Tail read the
+//     files.
 //
 // # How every process ends
 //
@@ -61,6 +70,7 @@
 //
 // Files: runner.go (Runner, Config, Command, the admission, fork and wait
 // of one task), place.go (placement and the runner's Load), slots.go (the
-// slot semaphore), result.go (Result, ExitError) and output.go (captured
-// output that spills to a file).
+// slot semaphore), result.go (Result, ExitError), output.go (captured
+// output that spills to a file) and capture.go (the reused files children
+// write their output to).
 package proc

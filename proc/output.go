@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 )
@@ -48,6 +49,9 @@ type Output struct {
 	n       int64
 	err     error // the first write error to the spill file
 	removed bool
+	// live is the file a running child writes the stream to (captures),
+	// until the stream is drained from it: Len, Bytes and Tail read it.
+	live *os.File
 	// track registers the spill file with the watchdog of the runner's
 	// Supervisor (supervise.Supervisor.TempPath), which removes it should
 	// this process be killed before Close; forget undoes that.
@@ -128,6 +132,16 @@ func (o *Output) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// fail records err as the stream's error (the first one stays), for a
+// capture that could not be read.
+func (o *Output) fail(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = err
+	}
+}
+
 // seal closes the spill file for writing once the process has exited.
 func (o *Output) seal() {
 	o.mu.Lock()
@@ -144,7 +158,26 @@ func (o *Output) seal() {
 func (o *Output) Len() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.live != nil {
+		if fi, err := o.live.Stat(); err == nil {
+			return fi.Size()
+		}
+	}
 	return o.n
+}
+
+// attach makes f the file the running child writes the stream to.
+func (o *Output) attach(f *os.File) {
+	o.mu.Lock()
+	o.live = f
+	o.mu.Unlock()
+}
+
+// detach ends attach, once the stream has been drained from the file.
+func (o *Output) detach() {
+	o.mu.Lock()
+	o.live = nil
+	o.mu.Unlock()
 }
 
 // SpillFile returns the name of the temporary file holding the stream, or
@@ -166,6 +199,9 @@ func (o *Output) Bytes() ([]byte, error) {
 	if o.removed {
 		return nil, fmt.Errorf("proc: process output already closed")
 	}
+	if o.live != nil {
+		return io.ReadAll(io.NewSectionReader(o.live, 0, math.MaxInt64))
+	}
 	if o.path == "" {
 		return bytes.Clone(o.buf), nil
 	}
@@ -183,21 +219,25 @@ func (o *Output) Tail(n int) ([]byte, error) {
 	if o.removed {
 		return nil, fmt.Errorf("proc: process output already closed")
 	}
-	if o.path == "" {
+	f := o.live
+	switch {
+	case f != nil:
+	case o.path == "":
 		return bytes.Clone(o.buf[max(0, len(o.buf)-n):]), nil
+	default:
+		var err error
+		if f, err = os.Open(o.path); err != nil {
+			return nil, err
+		}
+		defer f.Close()
 	}
-	f, err := os.Open(o.path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	size := o.n
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
 	off := max(0, size-int64(n))
 	buf := make([]byte, size-off)
-	_, err = io.ReadFull(io.NewSectionReader(f, off, size-off), buf)
+	_, err := io.ReadFull(io.NewSectionReader(f, off, size-off), buf)
 	return buf, err
 }
 

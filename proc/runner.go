@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,6 +147,13 @@ type Runner struct {
 	sup    *supervise.Supervisor
 	ownSup bool // sup was made by NewRunner: Close closes it
 	bufs   copyBufs
+	caps   captures // the files children write their output to
+	// devNull is every child's stdin, opened once; nil if it could not
+	// be (exec.Cmd then opens one per child).
+	devNull *os.File
+	// paths caches PATH lookups: program name -> absolute path. A name
+	// is looked up once per runner, as this process's PATH says.
+	paths sync.Map
 
 	// running counts the processes running on each CPU, for the
 	// placement; index = CPU id. goLoad is the runtime's Load.
@@ -193,6 +202,10 @@ func NewRunner(rt *runtime.Runtime, cfg Config) (*Runner, error) {
 		goLoad:  rt.Load(),
 		sup:     sup,
 		ownSup:  own,
+		caps:    captures{dir: cfg.SpillDir},
+	}
+	if f, err := os.Open(os.DevNull); err == nil {
+		r.devNull = f
 	}
 	// Close cancels r.ctx; so does the runtime's closing with Cancel, which
 	// ends its processes too.
@@ -240,7 +253,27 @@ func (p *Process) Wait() *Result {
 // Canceled without running; when ctx is done while it runs, its
 // process group is killed and it reports Canceled.
 func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
-	p := &Process{done: make(chan struct{})}
+	p, n, w := r.begin(ctx, cmd)
+	if w != nil {
+		go r.run(ctx, cmd, n, w, p)
+	}
+	return p
+}
+
+// Run is Start followed by Wait, with the task's life in the calling
+// goroutine.
+func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
+	p, n, w := r.begin(ctx, cmd)
+	if w != nil {
+		r.run(ctx, cmd, n, w, p)
+	}
+	return p.result
+}
+
+// begin makes the task's Process and queues it for n slots (w); w is nil
+// when the runner is closed, and the Process is done then.
+func (r *Runner) begin(ctx context.Context, cmd Command) (p *Process, n int, w *slotWaiter) {
+	p = &Process{done: make(chan struct{})}
 	res := &Result{
 		Args: cmd.Args, CPU: -1, Worker: -1, Pid: -1, ExitCode: -1,
 		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath, &r.bufs),
@@ -254,19 +287,12 @@ func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 		res.Stdout.seal()
 		res.Stderr.seal()
 		close(p.done)
-		return p
+		return p, 0, nil
 	}
 	r.wg.Add(1)
 	r.mu.Unlock()
-	n := r.slots.clamp(cmd.Slots)
-	w := r.slots.enqueue(n)
-	go r.run(ctx, cmd, n, w, p)
-	return p
-}
-
-// Run is Start followed by Wait.
-func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
-	return r.Start(ctx, cmd).Wait()
+	n = r.slots.clamp(cmd.Slots)
+	return p, n, r.slots.enqueue(n)
 }
 
 // Close kills every running process group (SIGTERM, then SIGKILL after
@@ -279,6 +305,11 @@ func (r *Runner) Close() error {
 	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
+	r.caps.close()
+	if r.devNull != nil {
+		r.devNull.Close()
+		r.devNull = nil
+	}
 	if r.ownSup {
 		return r.sup.Close()
 	}
@@ -335,6 +366,15 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	}
 	defer pcancel()
 
+	// The child writes its output to files of the runner's, drained into
+	// res once every process of the task is gone; where none can be made,
+	// exec.Cmd copies pipes into res as the child writes.
+	capt, cerr := r.caps.get()
+	if cerr == nil {
+		capt.attach(res.Stdout, res.Stderr)
+		defer r.caps.drain(capt, res.Stdout, res.Stderr)
+	}
+
 	// The fork runs as a runtime task of a group under tctx.
 	var (
 		c     *exec.Cmd
@@ -351,7 +391,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		cpu = r.pickCPU(x)
 		// Counted now, so the next pick sees it.
 		shared := r.running[cpu].Add(1) > 1
-		c = r.command(cmd, res)
+		c = r.command(cmd, res, capt)
 		start = time.Now()
 		if r.cfg.Prepare != nil {
 			if err := r.cfg.Prepare(c); err != nil {
@@ -362,15 +402,20 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		st, res.Err = r.fork(pctx, x, c, cpu, shared, res)
 		return nil
 	})
-	if err := g.Wait(); err != nil || c == nil {
+	gerr := g.Wait()
+	if c == nil {
 		// Never forked: canceled before the fork task ran.
-		if err == nil {
-			err = context.Canceled
+		if gerr == nil {
+			gerr = context.Canceled
 		}
-		res.Outcome, res.Err = Canceled, err
+		res.Outcome, res.Err = Canceled, gerr
 		return
 	}
 	defer r.running[cpu].Add(-1)
+	if gerr != nil && st == nil {
+		res.Outcome, res.Err = Canceled, gerr
+		return
+	}
 	if res.Err != nil {
 		// The program could not be started: the task's failure.
 		res.Outcome = Failed
@@ -383,6 +428,7 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	if cmd.Started != nil {
 		cmd.Started(st)
 	}
+	st.Monitor()      // this goroutine is the task's monitor
 	werr := st.Wait() // every process of the task is gone and reaped
 	res.End = time.Now()
 	res.fill(c, werr, st.Cause())
@@ -391,16 +437,33 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 	}
 }
 
-// command builds the exec.Cmd for cmd, writing into res's outputs.
-func (r *Runner) command(cmd Command, res *Result) *exec.Cmd {
+// command builds the exec.Cmd for cmd, writing into capt's files, or
+// into res's outputs when capt is nil.
+func (r *Runner) command(cmd Command, res *Result, capt *capture) *exec.Cmd {
 	var c *exec.Cmd
-	if len(cmd.Args) == 0 {
+	switch {
+	case len(cmd.Args) == 0:
 		c = &exec.Cmd{Err: errors.New("proc: empty command")}
-	} else {
-		c = exec.Command(cmd.Args[0], cmd.Args[1:]...)
+	default:
+		name := cmd.Args[0]
+		if p, ok := r.paths.Load(name); ok {
+			c = &exec.Cmd{Path: p.(string), Args: cmd.Args}
+			break
+		}
+		c = exec.Command(name, cmd.Args[1:]...)
+		if c.Err == nil && filepath.Base(name) == name && filepath.IsAbs(c.Path) {
+			r.paths.Store(name, c.Path)
+		}
 	}
 	c.Dir, c.Env = cmd.Dir, cmd.Env
-	c.Stdout, c.Stderr = res.Stdout, res.Stderr
+	if r.devNull != nil {
+		c.Stdin = r.devNull
+	}
+	if capt != nil {
+		c.Stdout, c.Stderr = capt.out, capt.err
+	} else {
+		c.Stdout, c.Stderr = res.Stdout, res.Stderr
+	}
 	// The output pipes close when the task's processes are killed; this
 	// only bounds Wait if one that escaped every mechanism kept a pipe open.
 	c.WaitDelay = r.cfg.Grace
@@ -431,8 +494,8 @@ func (r *Runner) fork(ctx context.Context, x *runtime.Ctx, c *exec.Cmd, cpu int,
 			set = cpuset.Of(cpu)
 		}
 	case PinNone:
-		return r.sup.Start(ctx, c)
+		return r.sup.StartUnmonitored(ctx, c, nil)
 	}
 	res.Affinity = set
-	return r.sup.StartPlaced(ctx, c, affinity.Placement{CPUs: set})
+	return r.sup.StartUnmonitored(ctx, c, &affinity.Placement{CPUs: set})
 }

@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/internal/freelist"
 )
 
 // The cgroup mechanism (doc.go, "Cgroups"): a directory per run under this
@@ -92,10 +95,38 @@ func unifiedPath(cg []byte) (string, bool) {
 	return "", false
 }
 
-// cgroupRun is the run's cgroup directory.
+// cgroupRun is the run's cgroup directory and its idle task cgroups.
 type cgroupRun struct {
 	dir string // absolute
 	rel string // below the cgroup2 mount, as /proc/PID/cgroup writes it
+	// reuse says that an empty task cgroup may serve the next task: the
+	// run's cgroup enables no controller below it (cgroup.subtree_control
+	// is empty), so a task cgroup holds no state that outlives its
+	// processes (the page cache a task touched stays charged to a memory
+	// controller's cgroup, and would count for the next task).
+	reuse bool
+
+	idle freelist.List[*taskCgroup] // empty, thawed, ready for a task
+	made atomic.Int64               // task cgroups created, their names 1, 2, ...
+}
+
+// taskCgroup is one task cgroup, held open while the run lasts.
+type taskCgroup struct {
+	dir    string // absolute
+	rel    string // below the cgroup2 mount
+	fd     int    // the directory, for CgroupFD
+	events int    // cgroup.events, read with pread
+	// killed says that cgroup.kill was written: such a cgroup is not
+	// reused, since a kernel may kill what is later cloned into it (seen
+	// on Linux 6.18 with CLONE_INTO_CGROUP: a child cloned after the
+	// cgroup's kill gets SIGKILL).
+	killed bool
+}
+
+// kill kills every process in the cgroup and below (cgroup.kill).
+func (tc *taskCgroup) kill() error {
+	tc.killed = true
+	return cgroupKill(tc.dir)
 }
 
 // makeRunCgroup creates the run's cgroup, named numasteal-RUNID, under
@@ -135,21 +166,77 @@ func makeRunCgroup(parent, runID string) (*cgroupRun, error) {
 	if err := os.WriteFile(filepath.Join(ownDir, "cgroup.procs"), self, 0); err != nil {
 		return fail(fmt.Errorf("may not move processes out of %s: %w", ownDir, err))
 	}
-	return &cgroupRun{dir: dir, rel: filepath.Join("/", rel, "numasteal-"+runID)}, nil
+	// A fresh cgroup enables no controller below it unless something
+	// (a parent's configuration, a test) wrote its subtree_control.
+	sub, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	reuse := err == nil && len(bytes.TrimSpace(sub)) == 0
+	return &cgroupRun{dir: dir, rel: filepath.Join("/", rel, "numasteal-"+runID), reuse: reuse}, nil
 }
 
-// newTask creates the cgroup of one task and opens it for CgroupFD.
-func (c *cgroupRun) newTask(id string) (dir string, fd int, err error) {
-	dir = filepath.Join(c.dir, id)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", -1, fmt.Errorf("supervise: creating task cgroup: %w", err)
+// get returns an idle task cgroup, or a new one.
+func (c *cgroupRun) get() (*taskCgroup, error) {
+	if tc, ok := c.idle.Pop(); ok {
+		return tc, nil
 	}
-	fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	name := strconv.FormatInt(c.made.Add(1), 10)
+	dir := filepath.Join(c.dir, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("supervise: creating task cgroup: %w", err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		_ = os.Remove(dir)
-		return "", -1, fmt.Errorf("supervise: opening task cgroup: %w", &os.PathError{Op: "open", Path: dir, Err: err})
+		return nil, fmt.Errorf("supervise: opening task cgroup: %w", &os.PathError{Op: "open", Path: dir, Err: err})
 	}
-	return dir, fd, nil
+	ev, err := unix.Openat(fd, "cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = unix.Close(fd)
+		_ = os.Remove(dir)
+		return nil, fmt.Errorf("supervise: opening task cgroup: %w", &os.PathError{Op: "open", Path: dir + "/cgroup.events", Err: err})
+	}
+	return &taskCgroup{dir: dir, rel: c.rel + "/" + name, fd: fd, events: ev}, nil
+}
+
+// put takes back a task cgroup whose task has ended: kept for the next
+// task when it is empty and thawed and the run reuses cgroups, else
+// closed and removed (waiting up to limit for it to empty).
+func (c *cgroupRun) put(tc *taskCgroup, limit time.Duration) error {
+	if c.reuse && !tc.killed {
+		if populated, frozen, ok := tc.state(); ok && !populated && !frozen {
+			c.idle.Push(tc)
+			return nil
+		}
+	}
+	tc.close()
+	return removeCgroupTree(tc.dir, limit)
+}
+
+// closeIdle closes the idle task cgroups; removing the run's directory
+// tree removes them.
+func (c *cgroupRun) closeIdle() { c.idle.Drain((*taskCgroup).close) }
+
+func (tc *taskCgroup) close() {
+	_ = unix.Close(tc.events)
+	_ = unix.Close(tc.fd)
+}
+
+// state reads cgroup.events: whether a live process is in the cgroup or
+// below, and whether it is frozen; ok is false when it cannot be read.
+func (tc *taskCgroup) state() (populated, frozen, ok bool) {
+	var buf [128]byte
+	n, err := unix.Pread(tc.events, buf[:], 0)
+	if err != nil {
+		return false, false, false
+	}
+	b := buf[:n]
+	return bytes.Contains(b, []byte("populated 1")), bytes.Contains(b, []byte("frozen 1")), true
+}
+
+// populated reports whether a live process is in the cgroup or below; a
+// cgroup.events that cannot be read says it is not (as cgroupPopulated).
+func (tc *taskCgroup) populated() bool {
+	p, _, _ := tc.state()
+	return p
 }
 
 // cgroupKill kills every process in dir and below (cgroup.kill).
@@ -212,10 +299,11 @@ func removeCgroupTree(dir string, limit time.Duration) error {
 	}
 	deadline := time.Now().Add(limit)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		err := os.Remove(dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
 			break
 		}
+		err = &os.PathError{Op: "rmdir", Path: dir, Err: err}
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 			errs = append(errs, fmt.Errorf("supervise: removing cgroup: %w", err))
 			break

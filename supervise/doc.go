@@ -46,8 +46,12 @@
 // if the caller asked), so pgid = pid, and kill(-pgid) reaches the main
 // child and all it forked that did not change group. Until the main child
 // is reaped its pid, and so the group's id, cannot be reused: the monitor
-// waits for its exit with waitid(WNOWAIT), ends the rest, and only then
-// lets exec.Cmd.Wait reap it. This is ninja's kill(-pid) and the runtime's
+// waits for its exit through a pidfd (pidfd_open, PIDFD_NONBLOCK) in Go's
+// poller, where it parks like a goroutine reading a socket (a read
+// deadline interrupts it for ctx, Terminate and Kill; where pidfds do not
+// work, a goroutine blocks in waitid), peeks at it with
+// waitid(WNOWAIT), ends the rest, and only then lets exec.Cmd.Wait reap
+// it. This is ninja's kill(-pid) and the runtime's
 // existing process runner. It misses setsid and `set -m` children.
 //
 // The marker. Every task's environment gets NUMASTEAL_SUPERVISOR=RUN.N
@@ -68,7 +72,14 @@
 // subtree), the run gets a cgroup numasteal-RUN below this process's, and
 // each task a cgroup N below that; the main child is cloned straight into
 // it (SysProcAttr.UseCgroupFD, clone3 CLONE_INTO_CGROUP), so there is no
-// moment in which it, or a child of it, is outside. Nothing unprivileged
+// moment in which it, or a child of it, is outside. A task cgroup that is
+// empty and thawed when its task ends serves the next task, its
+// directory and cgroup.events held open: no mkdir, rmdir or open per
+// task. This holds only where the run's cgroup enables no controller
+// below it (a memory controller's cgroup keeps the page cache a task
+// touched charged after it ends), and not for a cgroup that had
+// cgroup.kill written (Linux 6.18 kills a child cloned into it later).
+// Nothing unprivileged
 // leaves a cgroup, env -i and setsid included, so with a cgroup the
 // marker scan is skipped while a task ends: "populated 0" in cgroup.events
 // says the task is empty, cgroup.kill (Linux 5.14) SIGKILLs every member
@@ -82,15 +93,18 @@
 // reparented here instead of to init, and when it exits it is a zombie
 // here. tini reaps with waitpid(-1, WNOHANG), which in a Go program would
 // also reap a main child whose exec.Cmd.Wait is pending and make that Wait
-// fail with ECHILD. So a reaper pass (on each SIGCHLD, signal.Notify on a
-// channel of this Supervisor, coalesced by its buffer of one; and after
-// each task) peeks with waitid(P_ALL, WNOHANG|WNOWAIT), which shows an
+// fail with ECHILD. So a reaper pass (every 50 ms, reapInterval, and
+// after each task) peeks with waitid(P_ALL, WNOHANG|WNOWAIT), which shows an
 // exited child without reaping it, and reaps by pid only children that no
 // exec.Cmd of the Supervisor owns; when the peek shows an owned zombie
-// (which would hide the others) it lists the children from
-// /proc/self/task/*/children instead. Starts register their child under a
-// lock the pass takes exclusively, so a pass never sees an unregistered
-// child of ours. A pass that finds nothing costs one system call
+// (which would hide the others) the pass ends, and the pass that owned
+// zombie's monitor makes once it has reaped it sees past it. Starts
+// register their child under a lock the pass takes exclusively, so a pass
+// never sees an unregistered child of ours. The reaper does not listen for
+// SIGCHLD: every main child's exit would wake Go's signal goroutine and
+// the reaper's, two wake-ups per task for a pass the task's monitor makes
+// anyway, while an orphan's zombie (a pid and a task struct) may as well
+// wait up to 50 ms. A pass that finds nothing costs one system call
 // (BenchmarkReapPass: 0.4 µs). The catch: any child of this process that a
 // Supervisor did not start is reaped too, so a program that sets Subreaper
 // must start all its children through Supervisors (as `numasteal run`
@@ -103,7 +117,9 @@
 // called, the task's monitor sweeps it: signal the process group, the
 // cgroup (each member, or cgroup.kill for SIGKILL) and, without a cgroup,
 // every marked process or group member the /proc scan finds; and count
-// what is alive. A task that left nothing costs one sweep. Otherwise, when
+// what is alive. A task whose main child exited and whose cgroup is
+// unpopulated costs one pread of cgroup.events, a task without a cgroup
+// one sweep. Otherwise, when
 // graceful, SIGTERM and SIGCONT (a stopped process acts on the TERM only
 // once continued) go out, and sweeps with a backoff of 1 to 50 ms count
 // until nothing is left, Grace passes, or Kill is called. Then rounds of
@@ -111,7 +127,9 @@
 // past the previous round, for at most 30 rounds (a process in D state is
 // the kernel's; the monitor logs it and waits for the main child). Then
 // exec.Cmd.Wait reaps the main child, a reaper pass reaps what was
-// reparented here, the task's cgroup is removed, and Done closes.
+// reparented here, the task's cgroup is kept for the next task or
+// removed, and Done closes. The monitor is a goroutine of the task's, or,
+// for StartUnmonitored, the caller's own (Task.Monitor).
 //
 // # Parent death
 //
@@ -130,7 +148,10 @@
 // its CPU mask (and memory policy) to the placement for the fork and puts
 // it back after, where affinity.StartPlaced has to borrow a fresh runtime
 // thread and, for a memory policy, let it die; the child inherits both
-// from its first instruction either way.
+// from its first instruction either way. Narrowing a running thread's mask
+// to another CPU migrates it, so a start placed on a single CPU goes to a
+// kept thread pinned to that CPU for the Supervisor's life instead (made
+// at the first such start): no sched_setaffinity per task.
 //
 // The watchdog. Pdeathsig does not reach grandchildren, nor remove temp
 // files, cgroup directories, or give back jobserver tokens. With

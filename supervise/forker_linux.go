@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
 // The forker (doc.go, "Parent death"): Pdeathsig is delivered when the
@@ -23,6 +24,12 @@ import (
 // The kept thread is ours alone, so a placed start narrows its CPU mask
 // and memory policy for the fork and puts them back after, where
 // affinity.StartPlaced must borrow (or kill) a thread of the runtime's.
+// Narrowing the mask of a running thread to another CPU migrates it
+// there (a context switch), and restoring it may migrate it back, so a
+// start placed on one CPU, with no memory policy (the common placement of
+// a process task), goes instead to a kept thread pinned to that CPU for
+// good, made at the first such start: its child inherits the mask with
+// no sched_setaffinity at all.
 
 // forkReq asks a kept thread to start cmd.
 type forkReq struct {
@@ -35,16 +42,60 @@ type forkReq struct {
 type forker struct {
 	reqs chan forkReq
 	wg   sync.WaitGroup
+	log  *zap.Logger
+
+	mu     sync.Mutex
+	closed bool
+	onCPU  map[int]chan forkReq // the requests of the thread pinned to a CPU
 }
 
 // newForker starts n kept threads.
 func newForker(n int, log *zap.Logger) *forker {
-	f := &forker{reqs: make(chan forkReq)}
+	f := &forker{reqs: make(chan forkReq), log: log, onCPU: make(map[int]chan forkReq)}
 	f.wg.Add(n)
 	for range n {
 		go f.thread(log)
 	}
 	return f
+}
+
+// cpuThread returns the requests channel of the kept thread pinned to
+// cpu, starting it first if need be; nil when it cannot be pinned there
+// (the CPU is not allowed) or the forker is closed.
+func (f *forker) cpuThread(cpu int) chan forkReq {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	if reqs, ok := f.onCPU[cpu]; ok {
+		return reqs
+	}
+	reqs := make(chan forkReq)
+	started := make(chan bool)
+	f.wg.Add(1)
+	go f.pinnedThread(cpu, reqs, started)
+	if !<-started {
+		reqs = nil
+	}
+	f.onCPU[cpu] = reqs
+	return reqs
+}
+
+// pinnedThread is the goroutine of the kept thread pinned to cpu. Like
+// thread it never unlocks.
+func (f *forker) pinnedThread(cpu int, reqs chan forkReq, started chan<- bool) {
+	defer f.wg.Done()
+	runtime.LockOSThread()
+	if err := affinity.PinThread(cpuset.Of(cpu)); err != nil {
+		f.log.Warn("supervise: pinning a fork thread", zap.Int("cpu", cpu), zap.Error(err))
+		started <- false
+		return
+	}
+	started <- true
+	for r := range reqs {
+		r.errc <- r.cmd.Start()
+	}
 }
 
 // thread is one kept thread's goroutine. It never unlocks: when reqs is
@@ -98,13 +149,27 @@ func placedStart(cmd *exec.Cmd, p affinity.Placement, maskErr, memErr error) err
 // start runs cmd.Start on a kept thread and returns its error.
 func (f *forker) start(cmd *exec.Cmd, place *affinity.Placement) error {
 	errc := make(chan error, 1)
-	f.reqs <- forkReq{cmd: cmd, place: place, errc: errc}
+	reqs := f.reqs
+	if place != nil && place.Mem == nil && place.CPUs.Len() == 1 {
+		if r := f.cpuThread(place.CPUs.First()); r != nil {
+			reqs, place = r, nil
+		}
+	}
+	reqs <- forkReq{cmd: cmd, place: place, errc: errc}
 	return <-errc
 }
 
 // close ends the kept threads; call it once, after every task has ended
 // (a child still running from a kept thread gets its Pdeathsig).
 func (f *forker) close() {
+	f.mu.Lock()
+	f.closed = true
+	for _, reqs := range f.onCPU {
+		if reqs != nil {
+			close(reqs)
+		}
+	}
+	f.mu.Unlock()
 	close(f.reqs)
 	f.wg.Wait()
 }

@@ -43,7 +43,10 @@ type Options struct {
 	// Supervisors (numasteal run); doc.go, "The reaper". A process that is
 	// a subreaper already gets the reaper without it.
 	Subreaper bool
-	// ForkThreads is how many kept OS threads start tasks; 0 means 1.
+	// ForkThreads is how many kept OS threads start the tasks not placed
+	// on one CPU; 0 means 1. A task placed on one CPU (and no memory
+	// policy) is started by a kept thread pinned to that CPU, one per
+	// CPU, made at the first such start.
 	ForkThreads int
 	// Watchdog, when not "", is the executable to re-execute as the
 	// watchdog (normally os.Executable(); its main must call MaybeWatchdog

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,12 +20,21 @@ import (
 // the exec.Cmd.Wait waiting for it, so a pass lists this process's
 // children and waits, WNOHANG, only for those no exec.Cmd owns.
 
-// reapLoop runs a pass for each (coalesced) SIGCHLD until quit.
+// reapInterval is how often the reaper makes a pass: how long an orphan
+// may stay a zombie here at most.
+const reapInterval = 50 * time.Millisecond
+
+// reapLoop makes a pass every reapInterval until quit. It does not wait
+// for SIGCHLD: each main child's exit would then wake Go's signal
+// goroutine and this one, two wake-ups a task for a pass its monitor
+// makes anyway; orphans, which only a pass reaps, are rare.
 func (s *Supervisor) reapLoop() {
 	defer close(s.reaperDone)
+	tick := time.NewTicker(reapInterval)
+	defer tick.Stop()
 	for {
 		select {
-		case <-s.sigchld:
+		case <-tick.C:
 			s.reapPass()
 		case <-s.quit:
 			return
@@ -39,10 +49,14 @@ func (s *Supervisor) reapLoop() {
 //
 // The common pass costs one system call: waitid(P_ALL, WNOHANG|WNOWAIT)
 // peeks at an exited child without reaping it; none means nothing to do,
-// an unowned one is reaped by pid and the peek repeated. Only when the
-// peek shows an owned zombie (a main child whose monitor has not called
-// cmd.Wait yet), which would hide the others, does the pass list the
-// children (children) and try each unowned one.
+// an unowned one is reaped by pid and the peek repeated. A peek that
+// shows an owned zombie (a main child whose monitor has not called
+// cmd.Wait yet), which would hide the others, ends the pass: that
+// monitor makes a pass once it has reaped its child, so whatever was
+// hidden is reaped then (or by the pass of the next owned zombie's
+// monitor, and at the latest by Close's). Only when a reap by pid fails
+// (someone else waited for it) does the pass list the children
+// (children) and try each unowned one.
 func (s *Supervisor) reapPass() int {
 	s.forkMu.Lock()
 	defer s.forkMu.Unlock()
@@ -53,7 +67,10 @@ func (s *Supervisor) reapPass() int {
 			return reaped
 		}
 		if s.owned(pid) {
-			break
+			// A main child not yet reaped hides the children behind it;
+			// its monitor reaps it and then makes a pass of its own,
+			// which sees past it.
+			return reaped
 		}
 		if reapPid(pid) {
 			reaped++

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,7 +47,6 @@ type Supervisor struct {
 	wg     sync.WaitGroup     // one per task monitor
 
 	// The reaper (Options.Subreaper); nil channels without it.
-	sigchld    chan os.Signal
 	quit       chan struct{}
 	reaperDone chan struct{}
 
@@ -121,10 +119,8 @@ func New(o Options) (*Supervisor, error) {
 		s.mech.Watchdog = wd.cmd.Process.Pid
 	}
 	if s.mech.Subreaper {
-		s.sigchld = make(chan os.Signal, 1)
 		s.quit = make(chan struct{})
 		s.reaperDone = make(chan struct{})
-		signal.Notify(s.sigchld, unix.SIGCHLD)
 		go s.reapLoop()
 	}
 	s.log.Info("supervise: mechanisms",
@@ -150,15 +146,25 @@ type Task struct {
 	id     string // RUNID.N, the marker's value
 	prefix string // "NUMASTEAL_SUPERVISOR=RUNID.N\x00", as hasMarker wants it
 	cmd    *exec.Cmd
-	pid    int    // the main child; also its process group
-	cg     string // the task's cgroup directory, "" without
-	cgRel  string // the same below the cgroup2 mount
+	pid    int // the main child; also its process group
+	// exit watches the main child's exit through a pidfd in Go's poller;
+	// nil where pidfds do not work, and a goroutine blocks in waitid.
+	exit *exitWatch
+	// monitor is the task's monitor until Monitor runs it, for a task
+	// started by StartUnmonitored; nil otherwise.
+	monitor func()
 
-	exited chan struct{} // closed when the main child has exited (not reaped)
-	done   chan struct{} // closed when the task has ended whole
-	term   chan struct{} // closed by Terminate
-	kill   chan struct{} // closed by Kill
-	once   struct{ term, kill sync.Once }
+	// cgMu guards the task's cgroup against its hand-back: once the task
+	// has ended, tcg is nil and the cgroup may already serve another task.
+	cgMu sync.Mutex
+	tcg  *taskCgroup // nil without the cgroup mechanism, or once ended
+
+	exited     chan struct{} // closed when the main child has exited (not reaped)
+	exitedOnce sync.Once
+	done       chan struct{} // closed when the task has ended whole
+	term       chan struct{} // closed by Terminate
+	kill       chan struct{} // closed by Kill
+	once       struct{ term, kill sync.Once }
 
 	cause error // set before done is closed
 	err   error // cmd.Wait's, set before done is closed
@@ -173,7 +179,7 @@ type Task struct {
 // SIGKILL) with Cause context.Cause(ctx). Do not call cmd.Wait: the
 // Supervisor does, and Task.Wait returns its error.
 func (s *Supervisor) Start(ctx context.Context, cmd *exec.Cmd) (*Task, error) {
-	return s.start(ctx, cmd, nil)
+	return s.start(ctx, cmd, nil, true)
 }
 
 // StartPlaced is Start with the child confined to p from its first
@@ -183,10 +189,36 @@ func (s *Supervisor) StartPlaced(ctx context.Context, cmd *exec.Cmd, p affinity.
 	if p.CPUs.IsEmpty() {
 		return nil, fmt.Errorf("supervise: StartPlaced: %w", affinity.ErrEmptySet)
 	}
-	return s.start(ctx, cmd, &p)
+	return s.start(ctx, cmd, &p, true)
 }
 
-func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.Placement) (*Task, error) {
+// StartUnmonitored is Start (p nil) or StartPlaced for a caller that has
+// a goroutine to spare for the task: the task gets no monitor goroutine,
+// and the caller must call Task.Monitor, once, which does the monitor's
+// work (ending the task when its main child exits, when ctx is done, on
+// Terminate or Kill) in the calling goroutine. Until Monitor is called,
+// nothing ends the task. A process task's goroutine waits for its task
+// anyway; monitoring it there saves a goroutine and a wake-up per task.
+func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *affinity.Placement) (*Task, error) {
+	if p != nil && p.CPUs.IsEmpty() {
+		return nil, fmt.Errorf("supervise: StartUnmonitored: %w", affinity.ErrEmptySet)
+	}
+	return s.start(ctx, cmd, p, false)
+}
+
+// Monitor runs the monitor of a task started by StartUnmonitored in the
+// calling goroutine and returns once the task is Done. It panics when
+// the task has a monitor already or Monitor was called before.
+func (t *Task) Monitor() {
+	if t.monitor == nil {
+		panic("supervise: Monitor: the task has a monitor already")
+	}
+	m := t.monitor
+	t.monitor = nil
+	m()
+}
+
+func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.Placement, monitor bool) (*Task, error) {
 	if ctx == nil {
 		panic("supervise: Start: nil context")
 	}
@@ -228,14 +260,13 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	}
 	attr.Pdeathsig = syscall.SIGKILL
 	if s.cg != nil {
-		dir, fd, err := s.cg.newTask(tid)
+		tc, err := s.cg.get()
 		if err != nil {
 			s.wg.Done()
 			return nil, err
 		}
-		defer unix.Close(fd)
-		t.cg, t.cgRel = dir, s.cg.rel+"/"+tid
-		attr.UseCgroupFD, attr.CgroupFD = true, fd
+		t.tcg = tc
+		attr.UseCgroupFD, attr.CgroupFD = true, tc.fd
 	}
 	cmd.SysProcAttr = attr
 
@@ -250,13 +281,20 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	}
 	s.forkMu.RUnlock()
 	if err != nil {
-		if t.cg != "" {
-			_ = os.Remove(t.cg)
+		if t.tcg != nil {
+			if perr := s.cg.put(t.tcg, 10*time.Second); perr != nil {
+				s.log.Warn("supervise: task cgroup left behind", zap.String("task", t.id), zap.Error(perr))
+			}
 		}
 		s.wg.Done()
 		return nil, fmt.Errorf("supervise: starting %s: %w", cmd.Path, err)
 	}
-	go s.monitor(ctx, t)
+	t.exit = watchExit(t.pid)
+	if monitor {
+		go s.monitor(ctx, t)
+	} else {
+		t.monitor = func() { s.monitor(ctx, t) }
+	}
 	return t, nil
 }
 
@@ -278,8 +316,17 @@ func (t *Task) ID() string { return t.id }
 // Pid returns the main child's pid, which is also its process group.
 func (t *Task) Pid() int { return t.pid }
 
-// Cgroup returns the task's cgroup directory, "" without one.
-func (t *Task) Cgroup() string { return t.cg }
+// Cgroup returns the task's cgroup directory while the task runs: ""
+// without the cgroup mechanism, and once the task has ended, when its
+// cgroup is removed or kept, empty, for a later task of the run.
+func (t *Task) Cgroup() string {
+	t.cgMu.Lock()
+	defer t.cgMu.Unlock()
+	if t.tcg == nil {
+		return ""
+	}
+	return t.tcg.dir
+}
 
 // Exited returns a channel closed when the main child has exited; the
 // rest of the task may still be running, and is ended next.
@@ -306,21 +353,59 @@ func (t *Task) Cause() error {
 
 // Terminate ends the task: SIGTERM to all of it, SIGKILL after the grace.
 // It returns at once; later calls do nothing.
-func (t *Task) Terminate() { t.once.term.Do(func() { close(t.term) }) }
+func (t *Task) Terminate() {
+	t.once.term.Do(func() {
+		close(t.term)
+		t.exit.interrupt()
+	})
+}
 
 // Kill ends the task at once with SIGKILL, also cutting short a grace
 // already running (the second interrupt). It returns at once.
-func (t *Task) Kill() { t.once.kill.Do(func() { close(t.kill) }) }
+func (t *Task) Kill() {
+	t.once.kill.Do(func() {
+		close(t.kill)
+		t.exit.interrupt()
+	})
+}
+
+// markExited closes exited, once.
+func (t *Task) markExited() { t.exitedOnce.Do(func() { close(t.exited) }) }
+
+// hasExited reports whether the main child has exited, asking the kernel
+// when no one has noticed yet.
+func (t *Task) hasExited() bool {
+	select {
+	case <-t.exited:
+		return true
+	default:
+	}
+	if t.exit != nil && t.exit.exited() {
+		t.markExited()
+		return true
+	}
+	return false
+}
 
 // monitor is a task's goroutine: it waits for the main child's exit or a
 // reason to end the task, ends it (endTask), reaps the main child through
 // cmd.Wait, reaps orphans and removes the task's cgroup.
 func (s *Supervisor) monitor(ctx context.Context, t *Task) {
 	defer s.wg.Done()
-	go func() {
-		waitExited(t.pid)
-		close(t.exited)
-	}()
+	if t.exit != nil {
+		// This goroutine waits in Go's poller for the pidfd, until the
+		// child exits or ctx, Terminate or Kill interrupts the wait.
+		stop := context.AfterFunc(ctx, t.exit.interrupt)
+		if t.exit.wait() {
+			t.markExited()
+		}
+		stop()
+	} else {
+		go func() {
+			waitExited(t.pid)
+			t.markExited()
+		}()
+	}
 	graceful := true
 	select {
 	case <-t.exited:
@@ -332,16 +417,23 @@ func (s *Supervisor) monitor(ctx context.Context, t *Task) {
 		t.cause, graceful = ErrKilled, false
 	}
 	s.endTask(t, graceful)
+	t.exit.close()
 	t.err = t.cmd.Wait()
 	s.mu.Lock()
 	delete(s.direct, t.pid)
 	delete(s.live, t)
 	s.mu.Unlock()
-	if s.sigchld != nil {
+	if s.mech.Subreaper {
 		s.reapPass()
 	}
-	if t.cg != "" {
-		if err := removeCgroupTree(t.cg, 10*time.Second); err != nil {
+	t.cgMu.Lock()
+	tc := t.tcg
+	if tc != nil {
+		t.tcg = nil
+	}
+	t.cgMu.Unlock()
+	if tc != nil {
+		if err := s.cg.put(tc, 10*time.Second); err != nil {
 			s.log.Warn("supervise: task cgroup left behind", zap.String("task", t.id), zap.Error(err))
 		}
 	}
@@ -374,6 +466,11 @@ const killRounds = 30
 // until none is left, the grace passes, or Kill; then SIGKILL rounds until
 // none is left and the main child has exited.
 func (s *Supervisor) endTask(t *Task, graceful bool) {
+	if t.tcg != nil && t.hasExited() && !t.tcg.populated() {
+		// The cgroup holds every descendant of the main child, its
+		// process group's members included, and none is alive.
+		return
+	}
 	if graceful {
 		if s.sweep(t, unix.SIGTERM, unix.SIGCONT) == 0 {
 			return
@@ -432,27 +529,25 @@ func (s *Supervisor) waitGone(t *Task, stop <-chan time.Time, cut <-chan struct{
 //     group, by a /proc scan.
 func (s *Supervisor) sweep(t *Task, sigs ...unix.Signal) int {
 	live := 0
-	select {
-	case <-t.exited:
-	default:
+	if !t.hasExited() {
 		live++
 	}
 	for _, sig := range sigs {
 		_ = unix.Kill(-t.pid, sig)
 	}
-	if t.cg != "" {
+	if tc := t.tcg; tc != nil {
 		for _, sig := range sigs {
 			if sig == unix.SIGKILL {
-				if err := cgroupKill(t.cg); err != nil {
+				if err := tc.kill(); err != nil {
 					s.log.Warn("supervise: cgroup.kill", zap.String("task", t.id), zap.Error(err))
 				}
 				continue
 			}
-			for _, pid := range cgroupPids(t.cg) {
-				signalIf(pid, sig, func(pid int) bool { return inCgroup(pid, t.cgRel) })
+			for _, pid := range cgroupPids(tc.dir) {
+				signalIf(pid, sig, func(pid int) bool { return inCgroup(pid, tc.rel) })
 			}
 		}
-		if cgroupPopulated(t.cg) {
+		if tc.populated() {
 			live++
 		}
 		return live
@@ -538,10 +633,18 @@ func (t *Task) Stop(stop bool) error {
 		return nil
 	default:
 	}
-	if t.cg != "" {
-		if err := cgroupFreeze(t.cg, stop); err != nil && !errors.Is(err, os.ErrNotExist) {
+	t.cgMu.Lock()
+	if tc := t.tcg; tc != nil {
+		err := cgroupFreeze(tc.dir, stop)
+		t.cgMu.Unlock()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("supervise: Stop: %w", err)
 		}
+		return nil
+	}
+	ended := t.s.cg != nil // its cgroup was handed back: the task has ended
+	t.cgMu.Unlock()
+	if ended {
 		return nil
 	}
 	sig := unix.SIGCONT
@@ -556,10 +659,12 @@ func (t *Task) Stop(stop bool) error {
 // cgroup's memory.current), and false when the task has no cgroup with
 // the memory controller.
 func (t *Task) MemoryCurrent() (int64, bool) {
-	if t.cg == "" {
+	t.cgMu.Lock()
+	defer t.cgMu.Unlock()
+	if t.tcg == nil {
 		return 0, false
 	}
-	b, err := os.ReadFile(filepath.Join(t.cg, "memory.current"))
+	b, err := os.ReadFile(filepath.Join(t.tcg.dir, "memory.current"))
 	if err != nil {
 		return 0, false
 	}
@@ -585,13 +690,13 @@ func (s *Supervisor) Close() error {
 	}
 	s.wg.Wait()
 	var errs []error
-	if s.sigchld != nil {
-		signal.Stop(s.sigchld)
+	if s.quit != nil {
 		close(s.quit)
 		<-s.reaperDone
 		s.reapPass()
 	}
 	if s.cg != nil {
+		s.cg.closeIdle()
 		if err := removeCgroupTree(s.cg.dir, 10*time.Second); err != nil {
 			errs = append(errs, err)
 		}

@@ -41,6 +41,14 @@ func (s *Supervisor) StartPlaced(ctx context.Context, cmd *exec.Cmd, p affinity.
 	return nil, ErrUnsupported
 }
 
+// StartUnmonitored is unsupported here; see the Linux documentation.
+func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *affinity.Placement) (*Task, error) {
+	return nil, ErrUnsupported
+}
+
+// Monitor is unsupported here; see the Linux documentation.
+func (t *Task) Monitor() {}
+
 // KillAll is unsupported here; see the Linux documentation.
 func (s *Supervisor) KillAll() {}
 

@@ -1,0 +1,48 @@
+//go:build unix
+
+package memory
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+)
+
+// readFile reads a small kernel file (procfs, sysfs, cgroupfs) with plain
+// system calls: open, read until end of file, close. os.ReadFile also
+// offers each such file to Go's poller (kernfs files can be polled, so
+// it takes an fcntl and an epoll_ctl to add and one to remove) and
+// fstats it, which doubles the cost of a read that runs once per task.
+func readFile(name string) ([]byte, error) {
+	fd, err := open(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+func open(name string) (int, error) {
+	for {
+		fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if !errors.Is(err, syscall.EINTR) {
+			return fd, err
+		}
+	}
+}
