@@ -227,7 +227,6 @@ func runPeer(ctx context.Context, p builtPeer, o PeersOptions, threads, cpu int)
 			return nil, fmt.Errorf("bench: peer %s: %s %s gave %d, want %d", p.spec.name, s.Workload, s.Variant, s.Check, want[s.Workload])
 		}
 	}
-	label := peerLabel(p, out)
 	var res []fjSample
 	for _, w := range peerWorkloads {
 		par := out.sample(w, "par")
@@ -242,7 +241,7 @@ func runPeer(ctx context.Context, p builtPeer, o PeersOptions, threads, cpu int)
 		if threads == 1 {
 			ns = float64(par.CPUNs)
 		}
-		res = append(res, fjSample{runtime: label, workload: w, threads: threads, ns: ns, serialNs: serial,
+		res = append(res, fjSample{runtime: peerLabel(p, out, w), workload: w, threads: threads, ns: ns, serialNs: serial,
 			wallNs: float64(par.WallNs), waitNs: float64(par.WaitNs)})
 	}
 	return res, nil

@@ -37,7 +37,9 @@ type peerNeed struct {
 // it is built.
 type peerSpec struct {
 	name  string // rayon, tbb, openmp: its directory under peers/
-	label string // the runtime and API, as the table names it; %s is the version
+	title string // the runtime as the table names it; %s is the version
+	fork  string // its fork, as the table names it
+	sum   string // its parallel loop, which the sum uses
 	needs []peerNeed
 	// build compiles the sources copied to src into bin and returns the
 	// version of the library it linked, when the program cannot tell.
@@ -46,7 +48,7 @@ type peerSpec struct {
 
 var peerSpecs = []peerSpec{
 	{
-		name: "rayon", label: "Rayon %s join",
+		name: "rayon", title: "Rayon %s", fork: "join", sum: "par_iter",
 		needs: []peerNeed{
 			{program: "cargo", pkg: "cargo"},
 			{program: "rustc", pkg: "rustc"},
@@ -56,7 +58,7 @@ var peerSpecs = []peerSpec{
 		build: buildRayon,
 	},
 	{
-		name: "tbb", label: "oneTBB %s task_group",
+		name: "tbb", title: "oneTBB %s", fork: "task_group", sum: "parallel_reduce",
 		needs: []peerNeed{
 			{program: "g++", pkg: "g++"},
 			{glob: "/usr/include/oneapi/tbb/task_group.h", pkg: "libtbb-dev"},
@@ -67,7 +69,7 @@ var peerSpecs = []peerSpec{
 		},
 	},
 	{
-		name: "openmp", label: "OpenMP tasks (%s)",
+		name: "openmp", title: "OpenMP (GCC %s)", fork: "tasks", sum: "parallel for",
 		needs: []peerNeed{{program: "g++", pkg: "g++"}},
 		build: func(ctx context.Context, src, bin string) (string, error) {
 			return "", runTool(ctx, src, nil, "g++", "-O2", "-std=c++17", "-fopenmp", "-I", filepath.Join(src, "common"),
@@ -302,12 +304,16 @@ func runTool(ctx context.Context, dir string, env []string, name string, args ..
 	return nil
 }
 
-// peerLabel is the table's name of a peer run: its label with the
-// library's version.
-func peerLabel(b builtPeer, o PeerOutput) string {
+// peerLabel is the table's name of a peer on a workload: the runtime with
+// its version, and the API the workload uses.
+func peerLabel(b builtPeer, o PeerOutput, workload string) string {
 	v := b.version
 	if v == "" {
 		v = o.Version
 	}
-	return fmt.Sprintf(b.spec.label, v)
+	api := b.spec.fork
+	if workload == "sum" {
+		api = b.spec.sum
+	}
+	return fmt.Sprintf(b.spec.title, v) + " " + api
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -236,13 +237,20 @@ func (g *goPeers) round(ctx context.Context) ([]fjSample, error) {
 type measurement struct{ cpu, wall, wait float64 }
 
 // inTask runs f as a task on rt and measures it from inside the task: the
-// worker thread's CPU time (meaningful on a one-worker runtime, whose
-// thread does all the work) and the wall time to f's return, by which
-// every fork f made has joined.
+// thread's CPU time (meaningful on a one-worker runtime, whose thread does
+// all the work) and the wall time to f's return, by which every fork f
+// made has joined. It waits for the task's end on a channel before
+// Group.Wait, so that the task runs on a worker's pinned thread: a waiter
+// in Wait may run a group's task itself, on its own unpinned goroutine
+// (the lent worker, runtime/lend.go).
 func inTask(ctx context.Context, rt *runtime.Runtime, f func(*runtime.Ctx) error) (measurement, error) {
 	var m measurement
 	w0 := runDelayNs()
-	err := rt.Go(ctx, func(c *runtime.Ctx) error {
+	done := make(chan struct{})
+	g := rt.Go(ctx, func(c *runtime.Ctx) error {
+		defer close(done)
+		goruntime.LockOSThread() // a worker's goroutine is locked already: this only asserts it
+		defer goruntime.UnlockOSThread()
 		c0, _ := threadCPU()
 		start := time.Now()
 		err := f(c)
@@ -250,7 +258,9 @@ func inTask(ctx context.Context, rt *runtime.Runtime, f func(*runtime.Ctx) error
 		c1, _ := threadCPU()
 		m.cpu = float64((c1 - c0).Nanoseconds())
 		return err
-	}).Wait()
+	})
+	<-done
+	err := g.Wait()
 	m.wait = runDelayNs() - w0
 	return m, err
 }
@@ -312,6 +322,8 @@ func fibJoinCutoff(c *runtime.Ctx, n, cutoff int) int {
 	return a + b
 }
 
+// fibGoroutinesCutoff is fibJobsCutoff with a goroutine per fork and a
+// sync.WaitGroup.
 func fibGoroutinesCutoff(n, cutoff int) int {
 	if n < cutoff {
 		return fibSerial(n)
@@ -325,6 +337,7 @@ func fibGoroutinesCutoff(n, cutoff int) int {
 	return a + b
 }
 
+// fibErrgroupCutoff is fibJobsCutoff with an errgroup.Group per fork.
 func fibErrgroupCutoff(n, cutoff int) (int, error) {
 	if n < cutoff {
 		return fibSerial(n), nil

@@ -141,7 +141,7 @@ func TestForkJoinPeersEndToEnd(t *testing.T) {
 		skipped := slices.ContainsFunc(r.Skipped, func(s PeerSkip) bool { return s.Peer == p.name })
 		for _, w := range peerWorkloads {
 			ran := slices.ContainsFunc(runtimes[w], func(rt string) bool {
-				return strings.HasPrefix(strings.ToLower(rt), strings.ToLower(p.label[:3]))
+				return strings.HasPrefix(strings.ToLower(rt), strings.ToLower(p.title[:3]))
 			})
 			if ran == skipped {
 				t.Errorf("peer %s on %s: ran %v, skipped %v", p.name, w, ran, skipped)

@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
   peer::Args a = peer::parse_args(argc, argv);
   omp_set_dynamic(0);
-  std::printf("peer openmp gcc-%d.%d %d\n", __GNUC__, __GNUC_MINOR__, a.threads);
+  std::printf("peer openmp %d.%d %d\n", __GNUC__, __GNUC_MINOR__, a.threads);
   auto parallel = [&](auto f) {
     uint64_t r = 0;
 #pragma omp parallel num_threads(a.threads)
