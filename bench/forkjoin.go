@@ -275,11 +275,10 @@ func injectLatencyNs(ctx context.Context, rt *runtime.Runtime, n int) (float64, 
 // pinned thread, because on a loaded machine a pinned thread waits for
 // its CPU longer than an unpinned one, which moves to whichever CPU is
 // free: a baseline on an unpinned goroutine would make every runtime
-// contender look slower.
+// contender look slower. inTask keeps the task off a waiter's goroutine.
 func onWorker(ctx context.Context, rt *runtime.Runtime, f func()) (float64, error) {
-	var ns float64
-	err := rt.Go(ctx, func(*runtime.Ctx) error { ns = timeIt(f); return nil }).Wait()
-	return ns, err
+	m, err := inTask(ctx, rt, func(*runtime.Ctx) error { f(); return nil })
+	return m.wall, err
 }
 
 // kernel is a contender of RunForkJoin beyond fib: timed measures one run.

@@ -40,7 +40,10 @@ type peerSpec struct {
 	title string // the runtime as the table names it; %s is the version
 	fork  string // its fork, as the table names it
 	sum   string // its parallel loop, which the sum uses
-	needs []peerNeed
+	// compiler is the program that compiles it (the table names its
+	// version: it matters as much as the library's).
+	compiler string
+	needs    []peerNeed
 	// build compiles the sources copied to src into bin and returns the
 	// version of the library it linked, when the program cannot tell.
 	build func(ctx context.Context, src, bin string) (version string, err error)
@@ -48,7 +51,7 @@ type peerSpec struct {
 
 var peerSpecs = []peerSpec{
 	{
-		name: "rayon", title: "Rayon %s", fork: "join", sum: "par_iter",
+		name: "rayon", title: "Rayon %s", fork: "join", sum: "par_iter", compiler: "rustc",
 		needs: []peerNeed{
 			{program: "cargo", pkg: "cargo"},
 			{program: "rustc", pkg: "rustc"},
@@ -58,7 +61,7 @@ var peerSpecs = []peerSpec{
 		build: buildRayon,
 	},
 	{
-		name: "tbb", title: "oneTBB %s", fork: "task_group", sum: "parallel_reduce",
+		name: "tbb", title: "oneTBB %s", fork: "task_group", sum: "parallel_reduce", compiler: "g++",
 		needs: []peerNeed{
 			{program: "g++", pkg: "g++"},
 			{glob: "/usr/include/oneapi/tbb/task_group.h", pkg: "libtbb-dev"},
@@ -69,7 +72,7 @@ var peerSpecs = []peerSpec{
 		},
 	},
 	{
-		name: "openmp", title: "OpenMP (GCC %s)", fork: "tasks", sum: "parallel for",
+		name: "openmp", title: "OpenMP %s", fork: "tasks", sum: "parallel for", compiler: "g++",
 		needs: []peerNeed{{program: "g++", pkg: "g++"}},
 		build: func(ctx context.Context, src, bin string) (string, error) {
 			return "", runTool(ctx, src, nil, "g++", "-O2", "-std=c++17", "-fopenmp", "-I", filepath.Join(src, "common"),
@@ -107,9 +110,10 @@ type PeerSkip struct {
 
 // builtPeer is a peer program ready to run.
 type builtPeer struct {
-	spec    peerSpec
-	bin     string
-	version string // from the build; "" when the program reports it
+	spec     peerSpec
+	bin      string
+	version  string // from the build; "" when the program reports it
+	compiler string // "rustc 1.63.0", "g++ 12.2.0"
 }
 
 // buildPeers builds every peer whose toolchain is present, into
@@ -145,7 +149,7 @@ func buildPeer(ctx context.Context, p peerSpec, cacheDir string) (builtPeer, err
 	b := builtPeer{spec: p, bin: filepath.Join(final, "peer")}
 	if _, err := os.Stat(b.bin); err == nil {
 		v, _ := os.ReadFile(filepath.Join(final, "version"))
-		b.version = strings.TrimSpace(string(v))
+		b.version, b.compiler, _ = strings.Cut(strings.TrimSpace(string(v)), "\n")
 		return b, nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
@@ -167,7 +171,8 @@ func buildPeer(ctx context.Context, p peerSpec, cacheDir string) (builtPeer, err
 	if err != nil {
 		return builtPeer{}, fmt.Errorf("bench: building peer %s: %w", p.name, err)
 	}
-	if err := os.WriteFile(filepath.Join(out, "version"), []byte(version+"\n"), 0o644); err != nil {
+	compiler := compilerVersion(ctx, p.compiler)
+	if err := os.WriteFile(filepath.Join(out, "version"), []byte(version+"\n"+compiler+"\n"), 0o644); err != nil {
 		return builtPeer{}, fmt.Errorf("bench: peer %s: %w", p.name, err)
 	}
 	// Another run may have built the same key meanwhile: its copy is as good.
@@ -176,8 +181,28 @@ func buildPeer(ctx context.Context, p peerSpec, cacheDir string) (builtPeer, err
 			return builtPeer{}, fmt.Errorf("bench: peer %s: %w", p.name, err)
 		}
 	}
-	b.version = version
+	b.version, b.compiler = version, compiler
 	return b, nil
+}
+
+// compilerVersion is "NAME VERSION" of compiler (rustc or g++), or NAME
+// alone when it does not say.
+func compilerVersion(ctx context.Context, compiler string) string {
+	arg := "--version" // rustc 1.63.0 (4b91a6ea7 2022-08-08)
+	if compiler == "g++" {
+		arg = "-dumpfullversion" // 12.2.0
+	}
+	out, err := exec.CommandContext(ctx, compiler, arg).Output()
+	f := strings.Fields(string(out))
+	switch {
+	case err != nil || len(f) == 0:
+		return compiler
+	case compiler == "g++":
+		return compiler + " " + f[0]
+	case len(f) >= 2:
+		return compiler + " " + f[1]
+	}
+	return compiler
 }
 
 // peerKey hashes what p's binary depends on: its sources, the common
@@ -315,5 +340,5 @@ func peerLabel(b builtPeer, o PeerOutput, workload string) string {
 	if workload == "sum" {
 		api = b.spec.sum
 	}
-	return fmt.Sprintf(b.spec.title, v) + " " + api
+	return fmt.Sprintf(b.spec.title, v) + " " + api + " (" + b.compiler + ")"
 }

@@ -12,6 +12,8 @@ func WritePeersTable(w io.Writer, r PeersResult) {
 	n := r.Threads
 	fmt.Fprintf(w, "fork-join against peers: median (range) of %d alternating rounds; 1 thread: CPU time, pinned to CPU %d;"+
 		" %d threads: wall time; ×serial: over the language's own serial loop in the same round\n", r.Reps, r.PinnedCPU, n)
+	fmt.Fprintf(w, "waited for a CPU: the process's threads' run-queue wait in the %d-thread run over its wall time, summed"+
+		" over threads (can exceed 100%%); where it is not small, that wall time measured the machine's load as well\n", n)
 	fmt.Fprintf(w, "load average %.2f %.2f %.2f before, %.2f %.2f %.2f after\n\n",
 		r.LoadStart[0], r.LoadStart[1], r.LoadStart[2], r.LoadEnd[0], r.LoadEnd[1], r.LoadEnd[2])
 	fmt.Fprintf(w, "| workload | runtime | serial | 1 thread ×serial | 1 thread ns/fork | %d threads ×serial | %d threads ns/fork | %d threads: waited for a CPU |\n", n, n, n)

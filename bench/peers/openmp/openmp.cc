@@ -9,7 +9,9 @@
 int main(int argc, char** argv) {
   peer::Args a = peer::parse_args(argc, argv);
   omp_set_dynamic(0);
-  std::printf("peer openmp %d.%d %d\n", __GNUC__, __GNUC_MINOR__, a.threads);
+  // The version of the OpenMP specification GCC implements.
+  const char* spec = _OPENMP >= 202011 ? "5.1" : _OPENMP >= 201811 ? "5.0" : _OPENMP >= 201511 ? "4.5" : "4.0";
+  std::printf("peer openmp %s %d\n", spec, a.threads);
   auto parallel = [&](auto f) {
     uint64_t r = 0;
 #pragma omp parallel num_threads(a.threads)

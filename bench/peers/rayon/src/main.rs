@@ -3,7 +3,6 @@
 //! iterator for the sum, on a pool of the given number of threads. Its
 //! output lines are the C++ peers' (parsed by bench/forkjoin_peers_parse.go).
 
-use std::hint::black_box;
 use std::io::Write;
 use std::time::Instant;
 
@@ -42,6 +41,15 @@ fn parse_args() -> Args {
     a
 }
 
+/// Keeps the optimizer from seeing through x: std::hint::black_box is
+/// stable from Rust 1.66 only, and Debian 12 has 1.63.
+#[inline(always)]
+fn black_box<T>(x: T) -> T {
+    let r = unsafe { std::ptr::read_volatile(&x) };
+    std::mem::forget(x);
+    r
+}
+
 fn process_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
@@ -51,7 +59,10 @@ fn process_cpu_ns() -> u64 {
 /// The time this process's threads waited on a run queue for a CPU (the
 /// second field of /proc/self/task/*/schedstat).
 fn run_delay_ns() -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    let dir = match std::fs::read_dir("/proc/self/task") {
+        Ok(dir) => dir,
+        Err(_) => return 0,
+    };
     dir.flatten()
         .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
         .filter_map(|s| s.split_whitespace().nth(1).and_then(|x| x.parse::<u64>().ok()))
