@@ -149,7 +149,8 @@ func buildPeer(ctx context.Context, p peerSpec, cacheDir string) (builtPeer, err
 	b := builtPeer{spec: p, bin: filepath.Join(final, "peer")}
 	if _, err := os.Stat(b.bin); err == nil {
 		v, _ := os.ReadFile(filepath.Join(final, "version"))
-		b.version, b.compiler, _ = strings.Cut(strings.TrimSpace(string(v)), "\n")
+		b.version = strings.TrimSpace(string(v))
+		b.compiler = compilerVersion(ctx, p.compiler) // the key covers its version
 		return b, nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
@@ -171,8 +172,7 @@ func buildPeer(ctx context.Context, p peerSpec, cacheDir string) (builtPeer, err
 	if err != nil {
 		return builtPeer{}, fmt.Errorf("bench: building peer %s: %w", p.name, err)
 	}
-	compiler := compilerVersion(ctx, p.compiler)
-	if err := os.WriteFile(filepath.Join(out, "version"), []byte(version+"\n"+compiler+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "version"), []byte(version+"\n"), 0o644); err != nil {
 		return builtPeer{}, fmt.Errorf("bench: peer %s: %w", p.name, err)
 	}
 	// Another run may have built the same key meanwhile: its copy is as good.
@@ -181,7 +181,7 @@ func buildPeer(ctx context.Context, p peerSpec, cacheDir string) (builtPeer, err
 			return builtPeer{}, fmt.Errorf("bench: peer %s: %w", p.name, err)
 		}
 	}
-	b.version, b.compiler = version, compiler
+	b.version, b.compiler = version, compilerVersion(ctx, p.compiler)
 	return b, nil
 }
 
