@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -25,9 +24,9 @@ type PeersOptions struct {
 	SortN  int // ints merge-sorted; default 10M
 	Joins  int // empty spawn+joins timed in one run; default 1<<20
 	Reps   int // alternating rounds; default 5
-	// CacheDir holds the built peer programs, one directory per source and
-	// toolchain version; "" means the user's cache directory
-	// (numasteal/forkjoin-peers below os.UserCacheDir).
+	// CacheDir keeps the built peer programs for later runs, one
+	// directory per source and toolchain version; "" builds them in a
+	// temporary directory removed when the run ends.
 	CacheDir string
 	// NoPeers runs only the Go contenders (no peer is built or run).
 	NoPeers  bool
@@ -56,13 +55,6 @@ func (o *PeersOptions) defaults() error {
 	case o.SumN < 1 || o.SortN < 1 || o.Joins < 1 || o.Reps < 1:
 		return fmt.Errorf("bench: sizes and reps must be positive (sum %d, sort %d, joins %d, reps %d)",
 			o.SumN, o.SortN, o.Joins, o.Reps)
-	}
-	if o.CacheDir == "" {
-		d, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("bench: peer cache: %w", err)
-		}
-		o.CacheDir = filepath.Join(d, "numasteal", "forkjoin-peers")
 	}
 	return nil
 }
@@ -137,8 +129,17 @@ func RunForkJoinPeers(ctx context.Context, o PeersOptions) (PeersResult, error) 
 		FibForks: forks(o.FibN, 2), CutoffForks: forks(o.FibN, o.Cutoff)}
 	var peers []builtPeer
 	if !o.NoPeers {
+		dir := o.CacheDir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "numasteal-forkjoin-peers-")
+			if err != nil {
+				return PeersResult{}, fmt.Errorf("bench: peers: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			dir = tmp
+		}
 		var err error
-		if peers, r.Skipped, err = buildPeers(ctx, o.CacheDir); err != nil {
+		if peers, r.Skipped, err = buildPeers(ctx, dir); err != nil {
 			return PeersResult{}, err
 		}
 	}

@@ -149,7 +149,7 @@ func buildPeer(ctx context.Context, p peerSpec, cacheDir string) (builtPeer, err
 	b := builtPeer{spec: p, bin: filepath.Join(final, "peer")}
 	if _, err := os.Stat(b.bin); err == nil {
 		v, _ := os.ReadFile(filepath.Join(final, "version"))
-		b.version = strings.TrimSpace(string(v))
+		b.version, _, _ = strings.Cut(strings.TrimSpace(string(v)), "\n")
 		b.compiler = compilerVersion(ctx, p.compiler) // the key covers its version
 		return b, nil
 	}
@@ -205,10 +205,17 @@ func compilerVersion(ctx context.Context, compiler string) string {
 	return compiler
 }
 
+// peerCacheFormat names the layout of a cached peer's directory (the
+// program "peer" and its library's version in "version"), so that a
+// change of the layout builds anew.
+const peerCacheFormat = "peer+version 1"
+
 // peerKey hashes what p's binary depends on: its sources, the common
-// header, and the version of each program its build runs.
+// header, the version of each program its build runs, and the cache's
+// layout.
 func peerKey(ctx context.Context, p peerSpec) (string, error) {
 	h := sha256.New()
+	fmt.Fprintln(h, peerCacheFormat)
 	for _, dir := range []string{"peers/" + p.name, "peers/common"} {
 		err := fs.WalkDir(peerSources, dir, func(name string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {

@@ -20,7 +20,7 @@ func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 	cutoff := fs.Int("cutoff", 12, "with --peers: the cutoff workload forks at n >= `C` only")
 	sumN := fs.Int("sum-n", 100_000_000, "with --peers: int64s in the parallel sum")
 	joins := fs.Int("joins", 1<<20, "with --peers: empty spawn+joins timed per run")
-	peerCache := fs.String("peer-cache", "", "with --peers: `DIR` of the built peers (default: the user cache dir)")
+	peerCache := fs.String("peer-cache", "", "with --peers: keep the built peers in `DIR` for later runs (default: build them in a temporary directory, removed)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
