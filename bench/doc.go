@@ -11,6 +11,8 @@
 // of RunNative: a kernel tree and a CMake project built by their own build
 // systems, plainly and with the numasteal launcher in front of the
 // compiler, and the memory-limited builds of RunMemory, in a cgroup of
-// their own (internal/membuild). The simulator of the balancing policies, whose figures are
+// their own (internal/membuild), and the fork-join peers of
+// RunForkJoinPeers (bench/peers: Rayon, oneTBB and OpenMP programs,
+// embedded, built outside the source tree and run beside numasteal). The simulator of the balancing policies, whose figures are
 // simulation, is package sim; bench does not import it, nor cmd.
 package bench

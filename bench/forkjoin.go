@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/numasteal/numasteal/examples/forkjoin/msort"
 	"github.com/numasteal/numasteal/examples/treesum/btree"
@@ -129,8 +126,8 @@ func RunForkJoin(ctx context.Context, o ForkJoinOptions) (ForkJoinResult, error)
 		}},
 		{name: "runtime_1w", run: onRuntime(one)},
 		{name: "runtime_all", run: onRuntime(all)},
-		{name: "goroutines", run: func() (int, error) { return fibGoroutines(o.N), nil }},
-		{name: "errgroup", run: func() (int, error) { return fibErrgroup(o.N) }},
+		{name: "goroutines", run: func() (int, error) { return fibGoroutinesCutoff(o.N, 2), nil }},
+		{name: "errgroup", run: func() (int, error) { return fibErrgroupCutoff(o.N, 2) }},
 		{name: "spawn_join", run: func() (int, error) { return want, nil }},
 		{name: "runtime_1w_closures", run: withClosures(one)},
 		{name: "runtime_all_closures", run: withClosures(all)},
@@ -241,31 +238,6 @@ func FibJoin(c *runtime.Ctx, n int) int {
 	return a + b
 }
 
-func fibGoroutines(n int) int {
-	if n < 2 {
-		return n
-	}
-	var a, b int
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); a = fibGoroutines(n - 1) }()
-	go func() { defer wg.Done(); b = fibGoroutines(n - 2) }()
-	wg.Wait()
-	return a + b
-}
-
-func fibErrgroup(n int) (int, error) {
-	if n < 2 {
-		return n, nil
-	}
-	var a, b int
-	var g errgroup.Group
-	g.Go(func() (err error) { a, err = fibErrgroup(n - 1); return })
-	g.Go(func() (err error) { b, err = fibErrgroup(n - 2); return })
-	err := g.Wait()
-	return a + b, err
-}
-
 func nop(*runtime.Ctx) error { return nil }
 
 // spawnJoinNs is the cost of one Join of two empty functions on a worker,
@@ -303,11 +275,10 @@ func injectLatencyNs(ctx context.Context, rt *runtime.Runtime, n int) (float64, 
 // pinned thread, because on a loaded machine a pinned thread waits for
 // its CPU longer than an unpinned one, which moves to whichever CPU is
 // free: a baseline on an unpinned goroutine would make every runtime
-// contender look slower.
+// contender look slower. inTask keeps the task off a waiter's goroutine.
 func onWorker(ctx context.Context, rt *runtime.Runtime, f func()) (float64, error) {
-	var ns float64
-	err := rt.Go(ctx, func(*runtime.Ctx) error { ns = timeIt(f); return nil }).Wait()
-	return ns, err
+	m, err := inTask(ctx, rt, func(*runtime.Ctx) error { f(); return nil })
+	return m.wall, err
 }
 
 // kernel is a contender of RunForkJoin beyond fib: timed measures one run.

@@ -69,10 +69,10 @@ func BenchmarkFibJoinClosures(b *testing.B) {
 
 // BenchmarkFibGoroutines is a goroutine per call with a sync.WaitGroup.
 func BenchmarkFibGoroutines(b *testing.B) {
-	benchFib(b, func() (int, error) { return fibGoroutines(benchFibN), nil })
+	benchFib(b, func() (int, error) { return fibGoroutinesCutoff(benchFibN, 2), nil })
 }
 
 // BenchmarkFibErrgroup is an errgroup.Group per call.
 func BenchmarkFibErrgroup(b *testing.B) {
-	benchFib(b, func() (int, error) { return fibErrgroup(benchFibN) })
+	benchFib(b, func() (int, error) { return fibErrgroupCutoff(benchFibN, 2) })
 }

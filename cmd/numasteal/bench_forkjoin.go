@@ -16,8 +16,20 @@ func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 	sortN := fs.Int("sort-n", 0, "ints to merge-sort (0: 10M, or 2^N when N < 23; negative: skip)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	peers := fs.Bool("peers", false, "the workloads in Rayon, oneTBB and OpenMP as well, built here (bench/peers/README.md)")
+	cutoff := fs.Int("cutoff", 12, "with --peers: the cutoff workload forks at n >= `C` only")
+	sumN := fs.Int("sum-n", 100_000_000, "with --peers: int64s in the parallel sum")
+	joins := fs.Int("joins", 1<<20, "with --peers: empty spawn+joins timed per run")
+	peerCache := fs.String("peer-cache", "", "with --peers: keep the built peers in `DIR` for later runs (default: build them in a temporary directory, removed)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if *peers {
+		o := bench.PeersOptions{FibN: *n, Cutoff: *cutoff, SumN: *sumN, SortN: *sortN, Joins: *joins, CacheDir: *peerCache}
+		if fs.Changed("reps") {
+			o.Reps = *reps
+		}
+		return runBenchForkJoinPeers(ctx, o, *asJSON, *quiet, stdout, stderr)
 	}
 	opts := bench.ForkJoinOptions{N: *n, Reps: *reps, TreeN: *treeN, SortN: *sortN}
 	if !*quiet {
@@ -60,6 +72,26 @@ func runBenchForkJoin(ctx context.Context, args []string, stdout, stderr io.Writ
 	fmt.Fprintf(stdout, "\n%-34s %12.1fns\n", "local spawn+join (Ctx.Join)", r.SpawnJoinNs)
 	fmt.Fprintf(stdout, "%-34s %12.1fns\n", "injected task submit->start", r.InjectLatencyNs)
 	fmt.Fprintf(stdout, "\ngoroutines / numasteal(all) = %.1fx\n", r.GoroutinesNs/r.RuntimeAllNs)
+	return exitOK
+}
+
+func runBenchForkJoinPeers(ctx context.Context, o bench.PeersOptions, asJSON, quiet bool, stdout, stderr io.Writer) int {
+	if !quiet {
+		o.Progress = progressLine(stderr)
+	}
+	r, err := bench.RunForkJoinPeers(ctx, o)
+	clearProgress(stderr, quiet)
+	if err != nil {
+		fmt.Fprintf(stderr, "numasteal bench forkjoin --peers: %v\n", err)
+		return exitFail
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(stderr, "numasteal bench forkjoin --peers: skipped %s: %s\n", s.Peer, s.Reason)
+	}
+	if asJSON {
+		return writeJSON(stdout, r)
+	}
+	bench.WritePeersTable(stdout, r)
 	return exitOK
 }
 

@@ -78,3 +78,14 @@ func TestBenchMemoryBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchForkJoinPeersRejectsBadSizes(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"bench", "forkjoin", "--peers", "-n", "10", "-q"}, &out, &errb)
+	if code != exitFail || !strings.Contains(errb.String(), "cutoff 12") {
+		t.Fatalf("exit %d, stderr %q; want a failure naming the cutoff", code, errb.String())
+	}
+	if out.Len() > 0 {
+		t.Errorf("stdout %q, want nothing", out.String())
+	}
+}

@@ -147,3 +147,24 @@ func fingerprint(s []int) [2]uint64 {
 	}
 	return [2]uint64{sum, x}
 }
+
+// TestSortIn sorts inside a task, as bench forkjoin --peers does, and
+// rejects scratch of the wrong length before touching the input.
+func TestSortIn(t *testing.T) {
+	rt := newRuntime(t)
+	in := msort.RandomInts(5003, 9)
+	got, tmp := slices.Clone(in), make([]int, len(in))
+	err := rt.Go(context.Background(), func(c *runtime.Ctx) error { return msort.SortIn(c, got, tmp, 16) }).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values(in))
+	if i := firstDiff(got, want); i >= 0 {
+		t.Errorf("s[%d] = %d, want %d", i, got[i], want[i])
+	}
+	short := slices.Clone(in)
+	err = rt.Go(context.Background(), func(c *runtime.Ctx) error { return msort.SortIn(c, short, tmp[:10], 16) }).Wait()
+	if err == nil || !slices.Equal(short, in) {
+		t.Errorf("scratch of 10 for %d: err %v, input changed %v", len(in), err, !slices.Equal(short, in))
+	}
+}

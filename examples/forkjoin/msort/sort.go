@@ -41,6 +41,19 @@ func Sort(ctx context.Context, rt *runtime.Runtime, s []int, grain int) error {
 	return nil
 }
 
+// SortIn is Sort inside a task of the runtime: it sorts s on c's worker
+// and whichever workers steal its halves, using tmp (as long as s) as
+// scratch, and returns when it is done. grain < 2 means DefaultGrain.
+func SortIn(c *runtime.Ctx, s, tmp []int, grain int) error {
+	if grain < 2 {
+		grain = DefaultGrain
+	}
+	if len(tmp) != len(s) {
+		return fmt.Errorf("forkjoin: scratch of %d ints for %d", len(tmp), len(s))
+	}
+	return sortTo(c, s, tmp, false, grain)
+}
+
 // sortTo sorts src, using dst (of the same length) as scratch, and leaves
 // the result in dst when toDst, else in src. The halves are sorted into the
 // other buffer than the result, so the final merge moves them into place.
