@@ -83,7 +83,7 @@ func (c *Ctx) joinGuarded(a, b Func) (err error) {
 		if !done {
 			err = w.recoverJoin(c, base, recover())
 		}
-		w.guarded = false
+		w.unguard()
 	}()
 	err = c.Join(a, b)
 	done = true
