@@ -20,7 +20,10 @@ import (
 // round to round, each timed (wall) inside a task. It reports each
 // contender's median (name-ns), the median per-round ratio of grain 0 to
 // the hand-picked grain with the lowest median (auto/best, and which one,
-// best-grain), and serial/auto, the speed-up over the serial loop:
+// best-grain), and serial/auto, the speed-up over the serial loop, in
+// wall time and in busy time (serial/auto-busy: wall time less the least
+// run-queue wait of the threads that ran it, from schedstat, as in
+// BenchmarkFibFloor), which leaves out other programs' use of the CPUs:
 //
 //	go test -run '^$' -bench ParallelForGrain -benchtime 15x ./runtime
 func BenchmarkParallelForGrain(b *testing.B) {
@@ -75,16 +78,30 @@ func benchGrains(b *testing.B, n int, grains []int, body func(lo, hi int) int64)
 		cs = append(cs, contender{"grain" + strconv.Itoa(g), g})
 	}
 	want := body(0, n)
+	tids := workerTIDs(b, rt)
 	times := make([][]float64, len(cs))
+	busy := make([][]float64, len(cs))
 	round := 0
 	for b.Loop() {
 		for k := range cs {
 			i := (k + round) % len(cs)
 			var got int64
-			var took time.Duration
+			var took, waited time.Duration
 			inTask(b, rt, func(c *Ctx) error {
+				w0 := runQueueWaits(tids)
 				t0 := time.Now()
-				defer func() { took = time.Since(t0) }()
+				defer func() {
+					took = time.Since(t0)
+					// The least run-queue wait of the threads that ran
+					// it: its own for the serial loop, any worker's
+					// otherwise (see BenchmarkFibFloor's busy time).
+					waited = took
+					for j, w := range runQueueWaits(tids) {
+						if cs[i].grain >= 0 || j == c.Worker() {
+							waited = min(waited, time.Duration(w-w0[j]))
+						}
+					}
+				}()
 				if cs[i].grain < 0 {
 					got = body(0, n)
 					return nil
@@ -101,6 +118,7 @@ func benchGrains(b *testing.B, n int, grains []int, body func(lo, hi int) int64)
 				b.Fatalf("%s: got %d, want %d", cs[i].name, got, want)
 			}
 			times[i] = append(times[i], float64(took))
+			busy[i] = append(busy[i], float64(took-waited))
 		}
 		round++
 	}
@@ -115,14 +133,16 @@ func benchGrains(b *testing.B, n int, grains []int, body func(lo, hi int) int64)
 			best = i
 		}
 	}
-	var vsBest, speedup []float64
+	var vsBest, speedup, busySpeedup []float64
 	for r := range times[0] {
 		vsBest = append(vsBest, times[1][r]/times[best][r])
 		speedup = append(speedup, times[0][r]/times[1][r])
+		busySpeedup = append(busySpeedup, busy[0][r]/busy[1][r])
 	}
 	b.ReportMetric(median(vsBest), "auto/best")
 	b.ReportMetric(float64(cs[best].grain), "best-grain")
 	b.ReportMetric(median(speedup), "serial/auto")
+	b.ReportMetric(median(busySpeedup), "serial/auto-busy")
 }
 
 // sumParts adds up per-worker partial sums, each on its own cache line.
