@@ -154,8 +154,8 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 			// Only c and j are kept across the call: the rest is loaded
 			// again from them, which costs less than the spills.
 			w = c.w
-			n := len(w.forks) - 1
-			if n != j.k {
+			n := j.k
+			if len(w.forks) != n+1 {
 				forksOutOfOrder()
 			}
 			w.forks = w.forks[:n]
