@@ -37,6 +37,18 @@
 // task's own children: see Ctx.Wait for why a group shared with other
 // waiting tasks can deadlock it.
 //
+// # Fork-join
+//
+// Ctx.Join, Jobs.Join and Ctx.ParallelFor fork lazily (promote.go): a
+// fork is remembered on the worker's own list and runs as a plain call at
+// its join unless a thief could use it meanwhile, in which case the oldest
+// remembered fork is pushed onto the deque. Jobs.Join carries its argument
+// in a job object that the fork list keeps for the next Join at the same
+// depth, and allocates nothing; a closure Join allocates the second
+// closure (it may run on another goroutine, so it escapes). ParallelFor
+// with grain <= 0 sizes its chunks by their running time and splits the
+// rest of its range only when a thief is idle.
+//
 // An idle worker searches briefly and then parks; see park.go for the
 // protocol that guarantees no wake-up is lost. Where an injected task
 // lands, whom an idle worker robs and how much it takes are the balancing

@@ -134,9 +134,10 @@ func ExampleCtx_Group() {
 	// Output: [4 4 5] <nil>
 }
 
-// ParallelFor splits a range into chunks of at most grain indices and runs
-// them in parallel, forking with Join; the first error is returned. From
-// outside the workers, run it in a task.
+// ParallelFor splits a range into chunks and runs them in parallel,
+// forking with Join; the first error is returned. Grain 0 lets it size
+// the chunks itself; a positive grain bounds them. From outside the
+// workers, run it in a task.
 func ExampleCtx_ParallelFor() {
 	rt, err := runtime.New(runtime.Config{})
 	if err != nil {
@@ -146,7 +147,7 @@ func ExampleCtx_ParallelFor() {
 
 	squares := make([]int, 10_000)
 	err = rt.Go(context.Background(), func(c *runtime.Ctx) error {
-		return c.ParallelFor(0, len(squares), 256, func(c *runtime.Ctx, lo, hi int) error {
+		return c.ParallelFor(0, len(squares), 0, func(c *runtime.Ctx, lo, hi int) error {
 			for i := lo; i < hi; i++ {
 				squares[i] = i * i
 			}

@@ -28,6 +28,10 @@ import (
 //	jobsAll   Jobs.Join on one worker per usable CPU
 //	closures  Ctx.Join with closures on a one-worker runtime (not a layer
 //	          of the others: the closure form, for its own target)
+//	allocs    the serial recursion with the two heap allocations that a
+//	          closure Join's caller makes per call (the escaping second
+//	          closure and the variable it assigns), and no runtime: the
+//	          floor of the closure form
 //	cutoff1w  jobs1w with a leaf cutoff: below n = 12 the body calls the
 //	          serial function (233 calls), as Cilk's and Spice's users do
 //	cutoffAll the same on one worker per usable CPU
@@ -90,6 +94,7 @@ func benchFibFloor(b *testing.B, n int) {
 		{name: "jobs1w", rt: one, fib: jobs1.fn, oneCPU: true},
 		{name: "jobsAll", rt: all, fib: jobsAll.fn},
 		{name: "closures", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibClosures(c, n), nil }, oneCPU: true},
+		{name: "allocs", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibAllocs(n, new(Func)), nil }, oneCPU: true},
 		{name: "cutoff1w", rt: one, fib: newFibCutoff(one, 12).fn, oneCPU: true},
 		{name: "cutoffAll", rt: all, fib: newFibCutoff(all, 12).fn},
 	})
@@ -256,6 +261,22 @@ func fibClosures(c *Ctx, n int) int {
 		func(c *Ctx) error { x = fibClosures(c, n-1); return nil },
 		func(c *Ctx) error { y = fibClosures(c, n-2); return nil },
 	)
+	return x + y
+}
+
+// fibAllocs is fibClosures without the runtime: each call makes the same
+// two closures, and the second, stored in *sink, escapes with the
+// variable it assigns, as Ctx.Join's second half does.
+func fibAllocs(n int, sink *Func) int {
+	if n < 2 {
+		return n
+	}
+	var x, y int
+	a := func(*Ctx) error { x = fibAllocs(n-1, sink); return nil }
+	b := func(*Ctx) error { y = fibAllocs(n-2, sink); return nil }
+	*sink = b
+	_ = a(nil)
+	_ = b(nil)
 	return x + y
 }
 

@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"unsafe"
+)
 
 // Jobs is fork-join without allocation: a typed task body plus job
 // objects, per worker, one for each position in the worker's list of
@@ -28,7 +31,9 @@ import "context"
 //	r, err := fib.Run(ctx, 30)
 //
 // fn should capture nothing that changes per call: its argument and result
-// travel in the job object.
+// travel in the job object. A job keeps the second argument of the last
+// unpromoted Join that used it until the next Join reuses it (clearing it
+// would cost every Join a store that only a thief would need).
 type Jobs[A, R any] struct {
 	rt    *Runtime
 	fn    func(*Ctx, A) (R, error)
@@ -44,6 +49,13 @@ type Jobs[A, R any] struct {
 // its slot to a new job (detach), since other tasks the joiner runs
 // meanwhile fork at the same position. nil entries are made on first
 // use. Padded so two workers' entries do not share a cache line.
+//
+// Join finds its job here only on its slow path: the list itself keeps,
+// in its slot k past its end, the job the last fork at position k used,
+// and a Join that finds its own Jobs' job there (Task.jobs) takes it
+// without this lookup (Join's fast path). Whatever else forks at k (a
+// Ctx.Join, another Jobs) overwrites that slot, and the next Join of
+// this Jobs there fetches its job from frames again.
 type jobFrames[A, R any] struct {
 	frames []*job[A, R]
 	_      [104]byte
@@ -81,12 +93,20 @@ func (j *job[A, R]) detach(w *worker) {
 	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == j {
 		f[j.k] = nil
 	}
+	if j.k < cap(w.forks) {
+		if f := w.forks[:j.k+1]; f[j.k] == &j.t {
+			f[j.k] = nil
+		}
+	}
 }
 
 // attach puts j back in its slot of w's frames if no new job took it.
 func (j *job[A, R]) attach(w *worker) {
 	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == nil {
 		f[j.k] = j
+		if len(w.forks) == j.k && j.k < cap(w.forks) {
+			w.forks[:j.k+1][j.k] = &j.t
+		}
 	}
 }
 
@@ -102,7 +122,7 @@ func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
 		f.frames = append(f.frames, make([]*job[A, R], k+1-len(f.frames))...)
 	}
 	j := &job[A, R]{jobs: js, k: k}
-	j.t.r = j
+	j.t.r, j.t.jobs = j, unsafe.Pointer(js)
 	j.t.join = true
 	f.frames[k] = j
 	return j
@@ -115,13 +135,51 @@ func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
 // every fork on the way has been joined; see Ctx.Join. c must be the Ctx
 // of a task of the same runtime.
 func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
+	// The fast path: the job the last fork at this position of w's list
+	// left in the slot past the list's end is this Jobs' (jobFrames).
+	// Such a job is there only while a guard is on the stack (unguard),
+	// so the fast path need not look at w.guarded. The fork and join are
+	// Ctx.Join's, written out; no defer: the outermost Join's recovers
+	// for every Join below it.
+	w := c.w
+	k := len(w.forks)
+	if k < cap(w.forks) {
+		if t := w.forks[:k+1][k]; t != nil && t.jobs == unsafe.Pointer(js) {
+			j := (*job[A, R])(unsafe.Pointer(t)) // t is j.t, j's first field
+			j.arg = b                            // its group is set if it is promoted (promote)
+			w.forks = w.forks[:k+1]
+			w.cnt.forks++
+			w.offer()
+			ra, errA := js.fn(c, a)
+			// Only c and j are kept across the call: the rest is loaded
+			// again from them, which costs less than the spills.
+			w = c.w
+			n := j.k
+			if len(w.forks) != n+1 {
+				forksOutOfOrder()
+			}
+			w.forks = w.forks[:n]
+			if n >= w.forkBase {
+				rb, errB := j.jobs.fn(c, j.arg)
+				return ra, rb, firstErr(errA, errB)
+			}
+			w.forkBase = n
+			rb, errB := j.jobs.joinPromoted(c, j, j.arg)
+			return ra, rb, firstErr(errA, errB)
+		}
+	}
+	return js.joinSlow(c, a, b)
+}
+
+// joinSlow is Join when its fast path does not apply: the outermost Join
+// of a task (joinGuarded), or a position whose slot past the end of w's
+// list holds no job of js. It puts w's job for that position there and
+// joins again, now on the fast path.
+func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
 	if !w.guarded {
 		return js.joinGuarded(c, a, b)
 	}
-	// The fork and join are Ctx.Join's; no defer: the outermost Join's
-	// recovers for every Join below it. The frame's lookup is written out
-	// here: a generic helper would not be inlined.
 	k := len(w.forks)
 	var j *job[A, R]
 	if f := js.local[w.id].frames; k < len(f) {
@@ -130,21 +188,8 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	if j == nil {
 		j = js.newFrame(w, k)
 	}
-	j.arg = b // its group is set if it is promoted (promote)
-	w.remember(&j.t)
-	w.offer()
-
-	ra, errA := js.fn(c, a)
-
-	var errB error
-	if w.forget(k) {
-		rb, errB = js.fn(c, b)
-	} else {
-		rb, errB = js.joinPromoted(c, j, b)
-	}
-	var zeroA A
-	j.arg = zeroA
-	return ra, rb, firstErr(errA, errB)
+	w.forks = append(w.forks, &j.t)[:k]
+	return js.Join(c, a, b)
 }
 
 // joinGuarded is Join for the outermost Join of a task: it recovers a
@@ -158,7 +203,7 @@ func (js *Jobs[A, R]) joinGuarded(c *Ctx, a, b A) (ra, rb R, err error) {
 		if !done {
 			ra, rb, err = *new(R), *new(R), w.recoverJoin(c, base, recover())
 		}
-		w.guarded = false
+		w.unguard()
 	}()
 	ra, rb, err = js.Join(c, a, b)
 	done = true
@@ -186,8 +231,9 @@ func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) 
 		c.waitLatch(&j.t)
 		rb, err = j.res, j.t.err
 	}
+	var zeroA A
 	var zeroR R
-	j.res, j.t.err, j.t.joiner, j.t.group = zeroR, nil, nil, nil
+	j.arg, j.res, j.t.err, j.t.joiner, j.t.group = zeroA, zeroR, nil, nil, nil
 	if detached {
 		j.attach(w)
 	}

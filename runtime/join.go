@@ -1,6 +1,9 @@
 package runtime
 
-import goruntime "runtime"
+import (
+	goruntime "runtime"
+	"time"
+)
 
 // Join runs a and b, potentially in parallel, and returns when both are
 // done: the first non-nil of a's and b's errors. b is remembered, not
@@ -83,7 +86,7 @@ func (c *Ctx) joinGuarded(a, b Func) (err error) {
 		if !done {
 			err = w.recoverJoin(c, base, recover())
 		}
-		w.guarded = false
+		w.unguard()
 	}()
 	err = c.Join(a, b)
 	done = true
@@ -184,42 +187,77 @@ func firstErr(a, b error) error {
 	return b
 }
 
-// ParallelFor calls fn over [lo, hi) in chunks of at most grain indices
-// (grain < 1 means 1), in parallel, and returns the first error; every
-// chunk runs even after one fails. Chunks not yet started when the task's
-// group is canceled are skipped and reported as that error.
+// ParallelFor calls fn over [lo, hi) in chunks, in parallel, and returns
+// the first error; every chunk runs even after one fails. Chunks not yet
+// started when the task's group is canceled are skipped and reported as
+// that error.
+//
+// A grain > 0 bounds the chunks to at most grain indices. A grain <= 0
+// lets ParallelFor choose: it starts with one index and doubles the chunk
+// while a chunk takes less than half of autoChunkTime, halving it when one
+// takes more than twice that, so that the cost of a chunk (a clock read,
+// the split test, the call of fn) is amortized over a few microseconds of
+// work whatever an index costs, while a chunk stays short enough that an
+// idle worker does not wait long for the next split.
 //
 // It splits lazily (lazy binary splitting, Tzannes et al., PPoPP 2010;
 // promote.go): it runs chunk after chunk as a plain loop, and before each
 // one, if a thief could use work (some worker searching or parked while
-// this worker's deque is empty), it splits the rest in halves with Join,
-// whose promotion hands one half to the thief. A loop nobody helps with
-// costs no fork at all.
+// this worker's deque is empty) and more than one chunk is left, it splits
+// the rest in halves with Join, whose promotion hands one half to the
+// thief; each half goes on with the chunk size reached. A loop nobody
+// helps with costs no fork at all.
 func (c *Ctx) ParallelFor(lo, hi, grain int, fn func(c *Ctx, lo, hi int) error) error {
-	if grain < 1 {
-		grain = 1
+	if grain > 0 {
+		return c.parallelFor(lo, hi, grain, false, fn)
 	}
+	return c.parallelFor(lo, hi, 1, true, fn)
+}
+
+// autoChunkTime is the wall time a chunk of a ParallelFor with grain <= 0
+// aims at: long enough that the chunk's own cost (a clock read, 20–80 ns)
+// is under 1% of it, short enough that a thief waits well under a linger
+// (lingerFor) for the split that feeds it.
+const autoChunkTime = 10 * time.Microsecond
+
+// parallelFor is ParallelFor with chunks of chunk indices, adapted to
+// autoChunkTime if adapt is set.
+func (c *Ctx) parallelFor(lo, hi, chunk int, adapt bool, fn func(c *Ctx, lo, hi int) error) error {
 	var first error
+	var last int64
+	if adapt {
+		last = c.w.clock()
+	}
 	for lo < hi {
 		if err := c.Err(); err != nil {
 			return firstErr(first, err)
 		}
-		if hi-lo > grain && c.w.wantsSplit() {
+		if hi-lo > chunk && c.w.wantsSplit() {
 			mid := lo + (hi-lo)/2
 			err := c.Join(
-				func(c *Ctx) error { return c.ParallelFor(lo, mid, grain, fn) },
-				func(c *Ctx) error { return c.ParallelFor(mid, hi, grain, fn) },
+				func(c *Ctx) error { return c.parallelFor(lo, mid, chunk, adapt, fn) },
+				func(c *Ctx) error { return c.parallelFor(mid, hi, chunk, adapt, fn) },
 			)
 			return firstErr(first, err)
 		}
 		end := hi
-		if hi-lo > grain {
-			end = lo + grain
+		if hi-lo > chunk {
+			end = lo + chunk
 		}
 		if err := fn(c, lo, end); err != nil && first == nil {
 			first = err
 		}
 		lo = end
+		if adapt {
+			now := c.w.clock()
+			switch d := time.Duration(now - last); {
+			case d < autoChunkTime/2 && chunk <= (hi-lo)/2:
+				chunk *= 2
+			case d > 2*autoChunkTime && chunk > 1:
+				chunk /= 2
+			}
+			last = now
+		}
 	}
 	return first
 }

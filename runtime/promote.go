@@ -61,7 +61,9 @@ package runtime
 // the list, forks[:forkBase], and the deque holds them in the same
 // order, the youngest at its bottom: the join of a promoted fork pops the
 // deque exactly as an eager join did. A fork's position in the list also
-// names the job object a Jobs.Join uses (jobFrames in jobs.go), so an
+// names the job object a Jobs.Join uses (jobFrames in jobs.go), and the
+// list's slot past its end keeps the job the last Jobs.Join there used,
+// so that the next one finds it with one load and one comparison: an
 // unpromoted fork costs no bookkeeping beyond the list.
 //
 // Panics. No Join below a task's outermost one defers a recover (a
@@ -117,9 +119,9 @@ func (w *worker) offer() {
 // forget removes w's youngest remembered fork, remembered at index k, at
 // its join, and reports whether it was still only remembered (so the
 // caller runs it inline); false means it was promoted and is on the
-// deque or stolen. The slot keeps its stale pointer: nothing reads past
-// len(w.forks), and the task is the caller's to recycle. Owner only;
-// inlined.
+// deque or stolen. The slot keeps its pointer: the task is the caller's
+// to recycle, and a Jobs job left there is found by the next Join of
+// its Jobs at k (jobFrames). Owner only; inlined.
 func (w *worker) forget(k int) bool {
 	if len(w.forks) != k+1 {
 		forksOutOfOrder()
@@ -166,6 +168,19 @@ func (w *worker) groupOf(k int) *Group {
 		}
 	}
 	panic("runtime: a remembered fork outside any task")
+}
+
+// unguard records that no Join of the running task is on w's stack
+// (worker.guarded) and drops the job that a Jobs.Join left at the end
+// of w's list: that job is taken without a look at guarded (Jobs.Join's
+// fast path), so the next Join there must take the slow path, which
+// installs the guard. The list's length is the running task's base then.
+// Owner only.
+func (w *worker) unguard() {
+	w.guarded = false
+	if k := len(w.forks); k < cap(w.forks) {
+		w.forks[:k+1][k] = nil
+	}
 }
 
 // wantsSplit reports whether a thief could use work split off now: some

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"unsafe"
 )
 
 // Func is the body of a task. The *Ctx is valid only while the call runs.
@@ -30,6 +31,9 @@ type Task struct {
 	joiner *worker // the worker waiting in Join for this job
 
 	r jobRunner // a Jobs job: run r instead of Fn
+	// jobs is the *Jobs of a Jobs job, whose Task is the job's first
+	// field: Jobs.Join's fast path knows its job by it (jobs.go).
+	jobs unsafe.Pointer
 
 	// born is the pusher's coarse clock (worker.now) when the task was
 	// pushed to a deque or LIFO slot, for the cache-hot test of periodic
@@ -107,7 +111,7 @@ var ErrClosed = errors.New("runtime: closed")
 func (t *Task) run(w *worker) (o outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
 	guarded := w.guarded
-	w.guarded = false
+	w.unguard()
 	w.segs = append(w.segs, forkSeg{base: len(w.forks), group: t.group})
 	done := false
 	defer func() {

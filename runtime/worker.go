@@ -58,7 +58,8 @@ type worker struct {
 
 	// Remembered forks (promote.go): the second halves of the Joins
 	// running on this goroutine's stack, oldest first; forks[:forkBase]
-	// have been promoted to the deque.
+	// have been promoted to the deque. The slot past its end may keep a
+	// Jobs job for the next Jobs.Join at that position (jobFrames).
 	forks    []*Task
 	forkBase int
 	// segs says whose the remembered forks are: one entry per task

@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Two Jobs and closure Joins that call each other, so that Joins of
+// different kinds take turns at the same positions of a worker's fork
+// list (where Jobs.Join's fast path finds its job), on 16 virtual workers
+// with thieves and on one worker, with leaves that sometimes panic: every
+// leaf runs once per round, the sums are right when nothing panicked, and
+// nothing is left running after Close.
+func TestJobsSharingForkPositions(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, rt := range []*Runtime{virtualRuntime(t, "16amd64-8n2c"), newTestRuntime(t, Config{Workers: 1})} {
+		const leaves = 1 << 11
+		runs := make([]atomic.Int32, leaves)
+		var panics bool
+		leaf := func(i int) int {
+			runs[i].Add(1)
+			burn(30)
+			if panics && i%509 == 0 {
+				panic("leaf panicked")
+			}
+			return i
+		}
+		var even *Jobs[[2]int, int]
+		var odd *Jobs[[2]int, int64]
+		var closures func(c *Ctx, lo, hi int) int
+		even = NewJobs(rt, func(c *Ctx, r [2]int) (int, error) {
+			if r[1]-r[0] == 1 {
+				return leaf(r[0]), nil
+			}
+			mid := (r[0] + r[1]) / 2
+			a, b, err := odd.Join(c, [2]int{r[0], mid}, [2]int{mid, r[1]})
+			return int(a + b), err
+		})
+		odd = NewJobs(rt, func(c *Ctx, r [2]int) (int64, error) {
+			if r[1]-r[0] == 1 {
+				return int64(leaf(r[0])), nil
+			}
+			if r[0]%3 == 0 {
+				return int64(closures(c, r[0], r[1])), nil
+			}
+			mid := (r[0] + r[1]) / 2
+			a, b, err := even.Join(c, [2]int{r[0], mid}, [2]int{mid, r[1]})
+			return int64(a + b), err
+		})
+		closures = func(c *Ctx, lo, hi int) int {
+			if hi-lo == 1 {
+				return leaf(lo)
+			}
+			mid := (lo + hi) / 2
+			var a, b int
+			var errA, errB error
+			c.Join(func(c *Ctx) error { a, errA = even.fn(c, [2]int{lo, mid}); return errA },
+				func(c *Ctx) error { b, errB = even.fn(c, [2]int{mid, hi}); return errB })
+			return a + b
+		}
+		for round := range 30 {
+			clear(runs)
+			panics = round%3 == 2
+			got, err := even.Run(context.Background(), [2]int{0, leaves})
+			requireRanOnce(t, runs)
+			if panics {
+				var pe *PanicError
+				if !errors.As(err, &pe) {
+					t.Fatalf("%d workers, round %d: error %v, want a *PanicError", rt.Workers(), round, err)
+				}
+				continue
+			}
+			if want := leaves * (leaves - 1) / 2; err != nil || got != want {
+				t.Fatalf("%d workers, round %d: %d, %v; want %d", rt.Workers(), round, got, err, want)
+			}
+		}
+		rt.Close()
+		for _, w := range rt.workers {
+			if len(w.forks) != 0 || w.forkBase != 0 || w.guarded {
+				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, len(w.forks), w.forkBase, w.guarded)
+			}
+		}
+	}
+}
