@@ -23,9 +23,16 @@
 //     $NUMASTEAL_BUILD names it; remote when the command may run on a
 //     compile farm host: a compile distcc's hosts can take, by
 //     farm/compile.Parse, with distcc in PATH); the reply "grant" comes
-//     when the daemon admits the job. Until then the slot belongs to the
+//     when the daemon admits the job. The request needs only the command
+//     line, so it goes first, and the launcher reads its inherited signals,
+//     searches PATH (step 1) and reads the machine's online nodes while a
+//     running daemon decides; with no daemon running, it starts one only
+//     once the program is found. Until the grant the slot belongs to the
 //     connection: a launcher killed while waiting (SIGKILL included) gives
-//     it back with no message.
+//     it back with no message. A waiting launcher blocks in a read of the
+//     socket on its main thread, with no goroutine of its own and the
+//     runtime's poller never started: its threads are the runtime's
+//     (docs/BENCHMARKS.md has its memory).
 //  4. Remote, when the grant names a farm host instead of a CPU (the
 //     daemon has a farm and no local slot was free): run "distcc COMPILER
 //     ARGS..." with DISTCC_HOSTS naming that host alone (and, from the
@@ -71,12 +78,15 @@
 // # Cost
 //
 // A launch costs one Go process start (the launcher is a separate small
-// static binary, numasteal-launch, whose packages do no work at init), a
-// PATH search, one connect and one round trip, and an exec. Handing off
+// static binary, numasteal-launch, whose packages do no work at init), one
+// connect and one round trip, with the PATH search and the reading of the
+// inherited signals (the end of the symbol table, file pages shared by
+// every launcher) done during the round trip, and an exec. Handing off
 // instead of waiting saves a second process, a signal-forwarding thread,
 // the report's round trip and the launcher's exit; the build's ancestry,
 // which names the build, is read by the daemon, which caches it per parent
-// (Builds), not by every launcher. docs/BENCHMARKS.md has the numbers.
+// (Builds), not by every launcher. docs/BENCHMARKS.md has the numbers,
+// beside an exec-only Go program and an exec-only C program.
 //
 // # Signals the launcher inherited
 //
@@ -97,7 +107,9 @@
 //
 // A measured command is forked with Pdeathsig = SIGKILL, so it dies with
 // the launcher. The kernel sends it when the forking *thread* exits, so Run
-// locks the main goroutine to its thread and never unlocks it: that thread
+// locks the main goroutine to its thread once the slot is granted (not
+// before: a thread locked while the launcher waits would make the runtime
+// start its template thread for nothing) and never unlocks it: that thread
 // lives as long as the process (see package supervise, "Parent death").
 // Grandchildren (cc1) are not covered; they end when their driver is gone
 // and their pipes break.
