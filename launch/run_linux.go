@@ -53,7 +53,9 @@ func Run(c Config) int {
 	// has the base name of c.Args[0], and a path names itself.
 	kind, out := Classify(c.Args[0], c.Args[1:])
 	if out != "" && !filepath.IsAbs(out) {
-		if wd, err := os.Getwd(); err == nil {
+		// getcwd(2) alone: os.Getwd compares $PWD and "." first (two
+		// stat calls).
+		if wd, err := syscall.Getwd(); err == nil {
 			out = filepath.Join(wd, out)
 		}
 	}
