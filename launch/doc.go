@@ -2,8 +2,8 @@
 // system runs in front of every compile and link ("make CC='numasteal-launch
 // gcc'", CMake's CMAKE_<LANG>_COMPILER_LAUNCHER, a masquerade directory,
 // ccache's CCACHE_PREFIX), which asks the per-user daemon (package
-// launch/daemon) for a slot, pins itself to the CPU it is given, and
-// becomes the command (exec) or, when the daemon wants the command's peak
+// launch/daemon) for a slot, on a machine of several NUMA nodes pins
+// itself to the CPU it is given, and becomes the command (exec) or, when the daemon wants the command's peak
 // memory measured, runs it and reports it back. This is the shape
 // of ccache, distcc and sccache (a thin client, a local server) with the
 // server owning admission instead of a cache.
@@ -47,10 +47,14 @@
 //     connection, with "local" (the daemon gives a local slot, at the
 //     head of the build's queue), and go on from step 5 with the local
 //     grant, exactly once.
-//  5. Pin the launcher's thread to the granted CPU (the command inherits
-//     the mask) and, on a machine of several nodes, set its memory policy
-//     to prefer the granted node (MPOL_PREFERRED, kept across fork and
-//     exec), so the command's pages come from there.
+//  5. On a machine of several nodes, pin the launcher's thread to the
+//     granted CPU (the command inherits the mask) and set its memory
+//     policy to prefer the granted node (MPOL_PREFERRED, kept across fork
+//     and exec), so the command runs and its pages come from there. On a
+//     machine of one node the granted CPU is the daemon's count of its
+//     slots, and the command runs where the kernel puts it: pinned, it
+//     could not leave a CPU that work outside the daemon keeps busy, nor
+//     start the compiler driver's children on another CPU.
 //  6. Handoff, the usual case: when the grant says "handoff", send "exec"
 //     and exec the command in the launcher's place. The command is then
 //     the very process make started: its pid, descriptors 0, 1 and 2 and

@@ -139,11 +139,7 @@ func Run(c Config) int {
 // its CPU, then handed off (exec in the launcher's place) or measured
 // (forked, waited for and reported).
 func runLocal(in inherited, progName, prog string, argv []string, slot *slot, online cpuset.Set, stderr io.Writer) int {
-	if cpu, ok := slot.grant.Int("cpu"); ok && cpu >= 0 {
-		// The command inherits the forking thread's mask (this one).
-		// A refused pin (the CPU left our cpuset) costs only placement.
-		_ = affinity.PinThread(cpuset.Of(int(cpu)))
-	}
+	pin(slot.grant, online)
 	preferNode(slot.grant, online)
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
 	if v, _ := slot.grant.Get("handoff"); v == "1" {
@@ -198,9 +194,21 @@ func runLocal(in inherited, progName, prog string, argv []string, slot *slot, on
 			}
 			dieBySignal(syscall.SIGKILL)
 		}
-		if cpu, ok := reply.Int("cpu"); ok && cpu >= 0 {
-			_ = affinity.PinThread(cpuset.Of(int(cpu)))
-		}
+		pin(reply, online)
+	}
+}
+
+// pin pins the calling thread, whose mask the command inherits, to the
+// CPU the grant names, on a machine of more than one online node (online,
+// from onlineNodes): there the CPU keeps the command on the node whose
+// memory it was placed by. On a machine of one node the CPU is the
+// daemon's count of its slots, not a place: pinned, a compile could not
+// leave a CPU that other work keeps busy, nor start its driver's children
+// on another CPU, and it would pay the launcher's move to that CPU. A
+// refused pin (the CPU left our cpuset) costs only placement.
+func pin(grant Msg, online cpuset.Set) {
+	if cpu, ok := grant.Int("cpu"); ok && cpu >= 0 && online.Len() >= 2 {
+		_ = affinity.PinThread(cpuset.Of(int(cpu)))
 	}
 }
 
