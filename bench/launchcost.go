@@ -91,6 +91,11 @@ type LaunchCostResult struct {
 	// compile's median (per-round differences); zero without a compiler
 	// or a go command.
 	OwnPoints *LaunchCostShare `json:"own_points,omitempty"`
+	// OwnTrueUS is numasteal's own work per launch measured on
+	// /bin/true, where the command's own time varies least: the handoff
+	// less the Go floor, the median and quartiles of the per-round
+	// differences, in microseconds; zero without a go command.
+	OwnTrueUS [3]float64 `json:"own_true_us,omitempty"`
 	// Missing says which rows were left out, and why.
 	Missing []string `json:"missing,omitempty"`
 }
@@ -297,6 +302,9 @@ func RunLaunchCost(ctx context.Context, o LaunchCostOptions) (*LaunchCostResult,
 		if d, ok := diffs(name, lcTrue); ok {
 			res.Overheads[name] = median(d)
 		}
+	}
+	if d, ok := diffs(lcHandoff, lcGoTrue); ok {
+		res.OwnTrueUS = [3]float64{median(d), quantile(d, 0.25), quantile(d, 0.75)}
 	}
 	i, ok := idx[lcCC]
 	if !ok {

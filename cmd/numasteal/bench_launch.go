@@ -102,6 +102,13 @@ func runBenchLaunch(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "numasteal's own work per launch (launcher less the Go floor): %+.1f points (%+.1f – %+.1f; target ≤ 3)\n",
 			r.OwnPoints.Median, r.OwnPoints.P25, r.OwnPoints.P75)
 	}
+	if r.OwnTrueUS != [3]float64{} {
+		fmt.Fprintf(stdout, "numasteal's own work per launch on /bin/true (handoff less the Go floor): %.0f µs (%.0f – %.0f)", r.OwnTrueUS[0], r.OwnTrueUS[1], r.OwnTrueUS[2])
+		if r.CompileUS > 0 {
+			fmt.Fprintf(stdout, ", %.1f points of this run's trivial compile", 100*r.OwnTrueUS[0]/r.CompileUS)
+		}
+		fmt.Fprintln(stdout)
+	}
 	for _, m := range r.Missing {
 		fmt.Fprintf(stdout, "left out: %s\n", m)
 	}
