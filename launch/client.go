@@ -257,7 +257,6 @@ func warnOnce(p Paths, build string, w io.Writer, msg string) {
 	fmt.Fprintln(w, msg)
 }
 
-
 // underCache reports whether the launcher's parent is a compiler cache.
 func underCache() bool {
 	st, err := readStat("/proc", os.Getppid())
