@@ -26,7 +26,8 @@ import (
 // missing) at ninja -j Jobs, with a daemon of its own that the first
 // launcher starts, and samples the launcher processes while the build
 // runs: a launcher is waiting when its process still runs the launcher's
-// executable and its thread is blocked reading the daemon's socket. A
+// executable and one of its threads is blocked reading the daemon's
+// socket. A
 // sample sums what /proc/PID/smaps_rollup and /proc/PID/status show of
 // every waiting launcher.
 
@@ -292,15 +293,31 @@ func sampleWaiting(exe string) LaunchWaitSample {
 	return s
 }
 
-// waitingInRead reports whether process pid's main thread sleeps in a
-// read of a Unix stream socket (its kernel wait channel, when the kernel
-// shows it; else any interruptible sleep).
+// waitingInRead reports whether a thread of process pid sleeps in a read
+// of a Unix stream socket (its kernel wait channel, when the kernel shows
+// it; else the main thread's interruptible sleep). The launcher's main
+// goroutine, which reads, may be on any of its threads.
 func waitingInRead(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
-	if err == nil && len(b) > 0 && string(b) != "0" {
-		return strings.HasPrefix(string(b), "unix_stream_read")
+	dir := "/proc/" + strconv.Itoa(pid)
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return false
 	}
-	b, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	shown := false
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/task/" + t.Name() + "/wchan")
+		if err != nil || len(b) == 0 || string(b) == "0" {
+			continue
+		}
+		shown = true
+		if strings.HasPrefix(string(b), "unix_stream_read") {
+			return true
+		}
+	}
+	if shown {
+		return false
+	}
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return false
 	}

@@ -30,8 +30,8 @@
 //     once the program is found. Until the grant the slot belongs to the
 //     connection: a launcher killed while waiting (SIGKILL included) gives
 //     it back with no message. A waiting launcher blocks in a read of the
-//     socket on its main thread, with no goroutine of its own and the
-//     runtime's poller never started: its threads are the runtime's
+//     socket, a system call of its one goroutine, with the runtime's
+//     poller never started: its threads are the runtime's
 //     (docs/BENCHMARKS.md has its memory).
 //  4. Remote, when the grant names a farm host instead of a CPU (the
 //     daemon has a farm and no local slot was free): run "distcc COMPILER

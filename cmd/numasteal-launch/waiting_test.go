@@ -11,13 +11,12 @@ import (
 )
 
 // TestWaitingLauncher: a launcher waiting for a slot (one slot, held)
-// waits in a read of the daemon's socket on its main thread, and costs
-// no thread the Go runtime does not need: no goroutine of its own blocks
-// in a system call (every other thread parks in the runtime, in futex or
-// nanosleep), the runtime's poller is never started (no epoll
-// descriptor), and there is no thread beyond the runtime's: one per P
-// (GOMAXPROCS), sysmon, and the main thread, which gave its P up when it
-// blocked. A thread that has just given its P up and not yet parked can
+// waits in a read of the daemon's socket, and costs no thread the Go
+// runtime does not need: no goroutine of its own blocks in another system
+// call (every other thread parks in the runtime, in futex or nanosleep),
+// the runtime's poller is never started (no epoll descriptor), and there
+// is no thread beyond the runtime's: one per P (GOMAXPROCS), sysmon, and
+// the one in the read, which gave its P up when it blocked. A thread that has just given its P up and not yet parked can
 // make the runtime start one more, so the bound holds for the fewest of
 // several launchers, and every one is within one more. When the slot is
 // free, every launcher runs its command.
@@ -35,8 +34,17 @@ func TestWaitingLauncher(t *testing.T) {
 		pids = append(pids, c.Process.Pid)
 		waiters = append(waiters, c.Wait)
 	}
+	reader := map[int]int{} // the launcher's thread blocked in the read
 	for _, pid := range pids {
-		poll(t, "the launcher to block reading the socket", func() bool { return inRead(pid, pid) })
+		poll(t, "the launcher to block reading the socket", func() bool {
+			for _, tid := range tasks(t, pid) {
+				if inRead(pid, tid) {
+					reader[pid] = tid
+					return true
+				}
+			}
+			return false
+		})
 	}
 	bound := runtime.GOMAXPROCS(0) + 2
 	fewest := 1 << 30
@@ -47,7 +55,7 @@ func TestWaitingLauncher(t *testing.T) {
 			t.Errorf("launcher %d waits with %d threads, want at most %d (GOMAXPROCS %d)", pid, len(tids), bound+1, bound-2)
 		}
 		for _, tid := range tids {
-			if tid == pid {
+			if tid == reader[pid] {
 				continue
 			}
 			if nr, ok := syscallOf(pid, tid); ok && nr != unix.SYS_FUTEX && nr != unix.SYS_NANOSLEEP {
