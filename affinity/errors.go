@@ -2,7 +2,6 @@ package affinity
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 )
 
@@ -12,7 +11,18 @@ var ErrEmptySet = errors.New("empty set")
 
 // ErrUnsupported is the cause of every error on systems other than Linux. It
 // wraps errors.ErrUnsupported.
-var ErrUnsupported = fmt.Errorf("CPU affinity and NUMA memory policy need Linux: %w", errors.ErrUnsupported)
+var ErrUnsupported error = unsupportedError{}
+
+// unsupportedError is ErrUnsupported: a type rather than fmt.Errorf, which
+// would format it at the start of every program that links this package
+// (the compiler launcher among them).
+type unsupportedError struct{}
+
+func (unsupportedError) Error() string {
+	return "CPU affinity and NUMA memory policy need Linux: " + errors.ErrUnsupported.Error()
+}
+
+func (unsupportedError) Unwrap() error { return errors.ErrUnsupported }
 
 // Error records a failed placement request: which system call, for which
 // thread or process, with which CPU or node set, and why.

@@ -9,11 +9,15 @@ import (
 	"github.com/numasteal/numasteal/internal/procstat"
 )
 
-// buildTools are the command names (comm, as /proc/PID/stat shows them)
-// of the programs whose outermost instance names a build.
-var buildTools = map[string]bool{
-	"make": true, "gmake": true, "remake": true, "ninja": true, "samu": true,
-	"meson": true, "cmake": true, "ctest": true, "scons": true, "bazel": true,
+// isBuildTool reports whether comm (a command name, as /proc/PID/stat
+// shows it) is a program whose outermost instance names a build. A switch,
+// not a map: a map literal is built at every launcher's start.
+func isBuildTool(comm string) bool {
+	switch comm {
+	case "make", "gmake", "remake", "ninja", "samu", "meson", "cmake", "ctest", "scons", "bazel":
+		return true
+	}
+	return false
 }
 
 // Builds names the builds launchers belong to ("Build identity" in the
@@ -129,7 +133,7 @@ func (b *Builds) idFrom(ppid int, st procStat) string {
 		if first == "" {
 			first = id
 		}
-		if buildTools[st.comm] {
+		if isBuildTool(st.comm) {
 			best = id
 		}
 		pid = st.ppid
@@ -200,7 +204,7 @@ func BuildProcess(proc, id string) (pid int, ok, gone bool) {
 	start := id[i+1:]
 	j := strings.LastIndexByte(id[:i], '-')
 	pid, err := strconv.Atoi(id[j+1 : i])
-	if err != nil || pid <= 1 || start == "" || j < 0 || !buildTools[id[:j]] {
+	if err != nil || pid <= 1 || start == "" || j < 0 || !isBuildTool(id[:j]) {
 		return 0, false, false
 	}
 	if _, err := strconv.ParseUint(start, 10, 64); err != nil {

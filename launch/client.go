@@ -257,14 +257,11 @@ func warnOnce(p Paths, build string, w io.Writer, msg string) {
 	fmt.Fprintln(w, msg)
 }
 
-// cacheTools are the compiler caches whose stored stderr the launcher
-// must not write into.
-var cacheTools = map[string]bool{"ccache": true, "sccache": true}
-
 // underCache reports whether the launcher's parent is a compiler cache.
 func underCache() bool {
 	st, err := readStat("/proc", os.Getppid())
-	return err == nil && cacheTools[st.comm]
+	// ccache and sccache store a compile's stderr and print it again.
+	return err == nil && (st.comm == "ccache" || st.comm == "sccache")
 }
 
 func dirExists(p string) bool {

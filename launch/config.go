@@ -34,28 +34,29 @@ type Config struct {
 	Stderr io.Writer
 }
 
-// program fills in c's defaults and finds the program to run, skipping
-// this binary in PATH: prog is its path and argv the command line to exec.
-// A non-zero code is the exit status to return (usage, 2; not found, 127),
-// with the message written to stderr.
-func (c *Config) program() (prog string, argv []string, stderr io.Writer, code int) {
-	stderr = c.Stderr
-	if stderr == nil {
-		stderr = os.Stderr
-	}
+// stderr fills in c's defaults and returns where the launcher's own
+// messages go.
+func (c *Config) stderr() io.Writer {
 	if c.Prog == "" {
 		c.Prog = "numasteal launch"
 	}
-	if len(c.Args) == 0 {
-		fmt.Fprintf(stderr, "usage: %s COMMAND [ARGS...]\n", c.Prog)
-		return "", nil, stderr, 2
+	if c.Stderr == nil {
+		return os.Stderr
 	}
+	return c.Stderr
+}
+
+// program finds the program of c.Args (not empty), skipping this binary
+// in PATH: prog is its path and argv the command line to exec. A non-zero
+// code is the exit status to return (not found, 127), with the message
+// written to stderr.
+func (c *Config) program(stderr io.Writer) (prog string, argv []string, code int) {
 	prog, err := FindProgram(c.Args[0], os.Getenv("PATH"), SelfStat())
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %s: %v\n", c.Prog, c.Args[0], err)
-		return "", nil, stderr, 127
+		return "", nil, 127
 	}
-	return prog, append([]string{prog}, c.Args[1:]...), stderr, 0
+	return prog, append([]string{prog}, c.Args[1:]...), 0
 }
 
 // execDirect replaces the launcher with the command (the fallback: no

@@ -2,8 +2,8 @@
 // system runs in front of every compile and link ("make CC='numasteal-launch
 // gcc'", CMake's CMAKE_<LANG>_COMPILER_LAUNCHER, a masquerade directory,
 // ccache's CCACHE_PREFIX), which asks the per-user daemon (package
-// launch/daemon) for a slot, pins itself to the CPU it is given, and
-// becomes the command (exec) or, when the daemon wants the command's peak
+// launch/daemon) for a slot, on a machine of several NUMA nodes pins
+// itself to the CPU it is given, and becomes the command (exec) or, when the daemon wants the command's peak
 // memory measured, runs it and reports it back. This is the shape
 // of ccache, distcc and sccache (a thin client, a local server) with the
 // server owning admission instead of a cache.
@@ -23,9 +23,16 @@
 //     $NUMASTEAL_BUILD names it; remote when the command may run on a
 //     compile farm host: a compile distcc's hosts can take, by
 //     farm/compile.Parse, with distcc in PATH); the reply "grant" comes
-//     when the daemon admits the job. Until then the slot belongs to the
+//     when the daemon admits the job. The request needs only the command
+//     line, so it goes first, and the launcher reads its inherited signals,
+//     searches PATH (step 1) and reads the machine's online nodes while a
+//     running daemon decides; with no daemon running, it starts one only
+//     once the program is found. Until the grant the slot belongs to the
 //     connection: a launcher killed while waiting (SIGKILL included) gives
-//     it back with no message.
+//     it back with no message. A waiting launcher blocks in a read of the
+//     socket, a system call of its one goroutine, with the runtime's
+//     poller never started: its threads are the runtime's
+//     (docs/BENCHMARKS.md has its memory).
 //  4. Remote, when the grant names a farm host instead of a CPU (the
 //     daemon has a farm and no local slot was free): run "distcc COMPILER
 //     ARGS..." with DISTCC_HOSTS naming that host alone (and, from the
@@ -40,10 +47,14 @@
 //     connection, with "local" (the daemon gives a local slot, at the
 //     head of the build's queue), and go on from step 5 with the local
 //     grant, exactly once.
-//  5. Pin the launcher's thread to the granted CPU (the command inherits
-//     the mask) and, on a machine of several nodes, set its memory policy
-//     to prefer the granted node (MPOL_PREFERRED, kept across fork and
-//     exec), so the command's pages come from there.
+//  5. On a machine of several nodes, pin the launcher's thread to the
+//     granted CPU (the command inherits the mask) and set its memory
+//     policy to prefer the granted node (MPOL_PREFERRED, kept across fork
+//     and exec), so the command runs and its pages come from there. On a
+//     machine of one node the granted CPU is the daemon's count of its
+//     slots, and the command runs where the kernel puts it: pinned, it
+//     could not leave a CPU that work outside the daemon keeps busy, nor
+//     start the compiler driver's children on another CPU.
 //  6. Handoff, the usual case: when the grant says "handoff", send "exec"
 //     and exec the command in the launcher's place. The command is then
 //     the very process make started: its pid, descriptors 0, 1 and 2 and
@@ -71,12 +82,15 @@
 // # Cost
 //
 // A launch costs one Go process start (the launcher is a separate small
-// static binary, numasteal-launch, whose packages do no work at init), a
-// PATH search, one connect and one round trip, and an exec. Handing off
+// static binary, numasteal-launch, whose packages do no work at init), one
+// connect and one round trip, with the PATH search and the reading of the
+// inherited signals (the end of the symbol table, file pages shared by
+// every launcher) done during the round trip, and an exec. Handing off
 // instead of waiting saves a second process, a signal-forwarding thread,
 // the report's round trip and the launcher's exit; the build's ancestry,
 // which names the build, is read by the daemon, which caches it per parent
-// (Builds), not by every launcher. docs/BENCHMARKS.md has the numbers.
+// (Builds), not by every launcher. docs/BENCHMARKS.md has the numbers,
+// beside an exec-only Go program and an exec-only C program.
 //
 // # Signals the launcher inherited
 //
@@ -97,7 +111,9 @@
 //
 // A measured command is forked with Pdeathsig = SIGKILL, so it dies with
 // the launcher. The kernel sends it when the forking *thread* exits, so Run
-// locks the main goroutine to its thread and never unlocks it: that thread
+// locks the main goroutine to its thread once the slot is granted (not
+// before: a thread locked while the launcher waits would make the runtime
+// start its template thread for nothing) and never unlocks it: that thread
 // lives as long as the process (see package supervise, "Parent death").
 // Grandchildren (cc1) are not covered; they end when their driver is gone
 // and their pipes break.

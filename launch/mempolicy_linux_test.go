@@ -51,7 +51,7 @@ func TestPreferNode(t *testing.T) {
 		{"two nodes", NewMsg("grant", "cpu", "0", "node", "0"), "0-1", affinity.MemPolicy{Mode: affinity.Preferred, Nodes: cpuset.Of(0)}},
 	}
 	for _, tt := range tests {
-		preferNode(tt.grant, sys(tt.online))
+		preferNode(tt.grant, onlineNodes(sys(tt.online)))
 		got, err := affinity.GetMemPolicy()
 		if err != nil {
 			t.Fatal(err)

@@ -20,7 +20,8 @@ var ErrNotFound = errors.New("not found in PATH (other than numasteal itself)")
 // path, a masquerade link) is looked up by its base name the same way.
 func FindProgram(name, path string, self *syscall.Stat_t) (string, error) {
 	if strings.Contains(name, "/") {
-		// Missing, it is reported now, before a slot is asked for.
+		// Missing, it is reported now: the launcher waits for no slot
+		// for it.
 		var st syscall.Stat_t
 		if err := syscall.Stat(name, &st); err != nil {
 			return "", err

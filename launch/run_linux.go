@@ -23,16 +23,21 @@ import (
 // the launcher's exit status, the command's; when the command was killed
 // by a signal, Run kills the launcher with the same signal and does not
 // return. Run must be called from the main goroutine, which it locks to
-// its thread for good: the command is forked from that thread with
-// Pdeathsig, and the kernel sends it when the forking thread ends.
+// its thread for good once the slot is granted: the command is forked
+// from that thread with Pdeathsig, and the kernel sends it when the
+// forking thread ends.
 func Run(c Config) int {
-	runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
-	in := startSignals()   // before any signal.Notify: see signals_linux.go
-	prog, argv, stderr, code := c.program()
-	if code != 0 {
-		return code
+	stderr := c.stderr()
+	if len(c.Args) == 0 {
+		fmt.Fprintf(stderr, "usage: %s COMMAND [ARGS...]\n", c.Prog)
+		return 2
 	}
 	if os.Getenv(SlotEnv) != "" || os.Getenv("NUMASTEAL_LAUNCH") == "off" {
+		in := startSignals()
+		prog, argv, code := c.program(stderr)
+		if code != 0 {
+			return code
+		}
 		return execDirect(in, c.Prog, prog, argv, os.Environ(), stderr)
 	}
 
@@ -44,18 +49,18 @@ func Run(c Config) int {
 		warnOnce(paths, localBuild(build)+".runtime-dir", stderr, fmt.Sprintf(
 			"%s: warning: %s; using %s", c.Prog, paths.Unusable, paths.Dir))
 	}
-	kind, out := Classify(prog, c.Args[1:])
+	// The request needs only the command line: the program found in PATH
+	// has the base name of c.Args[0], and a path names itself.
+	kind, out := Classify(c.Args[0], c.Args[1:])
 	if out != "" && !filepath.IsAbs(out) {
-		if wd, err := os.Getwd(); err == nil {
+		// getcwd(2) alone: os.Getwd compares $PWD and "." first (two
+		// stat calls).
+		if wd, err := syscall.Getwd(); err == nil {
 			out = filepath.Join(wd, out)
 		}
 	}
-	serve := c.Serve
-	if serve == nil {
-		serve = ServeCommand(os.Getenv)
-	}
 	req := NewMsg("acquire", "kind", string(kind), "out", out, "pid", strconv.Itoa(os.Getpid()),
-		"cmd", filepath.Base(prog), "handoff", "1")
+		"cmd", filepath.Base(c.Args[0]), "handoff", "1")
 	if build != "" {
 		req.Fields = append(req.Fields, Field{Key: "build", Value: build})
 	}
@@ -65,10 +70,23 @@ func Run(c Config) int {
 	var compiler string
 	if kind == Compile {
 		var ok bool
-		if compiler, ok = farmCompile(c.Args[0], argv); ok {
+		if compiler, ok = farmCompile(c.Args[0], c.Args); ok {
 			req.Fields = append(req.Fields, Field{Key: "remote", Value: "1"})
 		}
 	}
+	a := acquirer{paths: paths, serve: c.Serve, getenv: os.Getenv}
+	// While a running daemon decides, the launcher does the rest of its
+	// own work: the signals it inherited, the program in PATH, the
+	// machine's nodes. A daemon is started only for a program that
+	// exists.
+	sendErr := a.send(req, false)
+	in := startSignals()
+	prog, argv, code := c.program(stderr)
+	if code != 0 {
+		a.close()
+		return code
+	}
+	online := onlineNodes("/sys")
 	direct := func(err error) int {
 		if errors.Is(err, errBuildGone) {
 			// make is gone (killed, or dead of SIGPIPE under "| head"):
@@ -80,10 +98,17 @@ func Run(c Config) int {
 			"%s: warning: running commands of this build directly, without the daemon's slots: %v", c.Prog, err))
 		return execDirect(in, c.Prog, prog, argv, os.Environ(), stderr)
 	}
-	slot, err := acquire(paths, serve, os.Getenv, req)
+	if errors.Is(sendErr, errNotRunning) {
+		sendErr = a.send(req, true)
+	}
+	if sendErr != nil {
+		return direct(sendErr)
+	}
+	slot, err := a.wait()
 	if err != nil {
 		return direct(err)
 	}
+	runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
 	if host, _ := slot.grant.Get("host"); host != "" {
 		code, retry := 0, true
 		if distcc, ok := findDistcc(prog); ok {
@@ -103,23 +128,19 @@ func Run(c Config) int {
 			}
 		}
 		local.Fields = append(local.Fields, Field{Key: "local", Value: "1"})
-		if slot, err = acquire(paths, serve, os.Getenv, local); err != nil {
+		if slot, err = a.acquire(local); err != nil {
 			return direct(err)
 		}
 	}
-	return runLocal(in, c.Prog, prog, argv, slot, stderr)
+	return runLocal(in, c.Prog, prog, argv, slot, online, stderr)
 }
 
 // runLocal runs the command prog argv in the local slot granted: pinned to
 // its CPU, then handed off (exec in the launcher's place) or measured
 // (forked, waited for and reported).
-func runLocal(in inherited, progName, prog string, argv []string, slot *slot, stderr io.Writer) int {
-	if cpu, ok := slot.grant.Int("cpu"); ok && cpu >= 0 {
-		// The command inherits the forking thread's mask (this one).
-		// A refused pin (the CPU left our cpuset) costs only placement.
-		_ = affinity.PinThread(cpuset.Of(int(cpu)))
-	}
-	preferNode(slot.grant, "/sys")
+func runLocal(in inherited, progName, prog string, argv []string, slot *slot, online cpuset.Set, stderr io.Writer) int {
+	pin(slot.grant, online)
+	preferNode(slot.grant, online)
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
 	if v, _ := slot.grant.Get("handoff"); v == "1" {
 		// The daemon watches this process from now on; the exec closes
@@ -173,9 +194,21 @@ func runLocal(in inherited, progName, prog string, argv []string, slot *slot, st
 			}
 			dieBySignal(syscall.SIGKILL)
 		}
-		if cpu, ok := reply.Int("cpu"); ok && cpu >= 0 {
-			_ = affinity.PinThread(cpuset.Of(int(cpu)))
-		}
+		pin(reply, online)
+	}
+}
+
+// pin pins the calling thread, whose mask the command inherits, to the
+// CPU the grant names, on a machine of more than one online node (online,
+// from onlineNodes): there the CPU keeps the command on the node whose
+// memory it was placed by. On a machine of one node the CPU is the
+// daemon's count of its slots, not a place: pinned, a compile could not
+// leave a CPU that other work keeps busy, nor start its driver's children
+// on another CPU, and it would pay the launcher's move to that CPU. A
+// refused pin (the CPU left our cpuset) costs only placement.
+func pin(grant Msg, online cpuset.Set) {
+	if cpu, ok := grant.Int("cpu"); ok && cpu >= 0 && online.Len() >= 2 {
+		_ = affinity.PinThread(cpuset.Of(int(cpu)))
 	}
 }
 
@@ -287,22 +320,74 @@ var errRefused = errors.New("the daemon refused the request")
 // its build (make...) has ended: nobody waits for the command.
 var errBuildGone = errors.New("not run")
 
-// acquire asks the daemon for a slot and waits for it. A connection that
-// breaks before the grant (the daemon was killed, or exited idle just as
-// we connected) is retried with a new connection, starting a new daemon;
-// nothing has run yet, so nothing runs twice.
-func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slot, error) {
-	if err := p.Ensure(); err != nil {
-		return nil, err
+// acquirer asks the daemon for slots ("Startup" in the package
+// documentation): send connects and sends the request, wait reads the
+// answer, so that the launcher does its own work while the daemon
+// decides. A connection that breaks before the grant (the daemon was
+// killed, or exited idle just as we connected) is retried with a new
+// connection, starting a new daemon; nothing has run yet, so nothing runs
+// twice.
+type acquirer struct {
+	paths  Paths
+	serve  []string // nil: ServeCommand(getenv), looked up only when no daemon answers
+	getenv func(string) string
+	req    Msg   // the request sent
+	conn   *Conn // its connection, until wait
+}
+
+// acquireAttempts bounds the connections one request is sent on.
+const acquireAttempts = 4
+
+// errNotRunning: no daemon answers, and send was not to start one.
+var errNotRunning = errors.New("no daemon runs")
+
+// send connects and sends req. When no daemon answers it starts one if
+// start is set, else it returns errNotRunning.
+func (a *acquirer) send(req Msg, start bool) error {
+	a.req = req
+	if err := a.paths.Ensure(); err != nil {
+		return err
 	}
-	cl := Client{Paths: p, Serve: serve, ServeFlags: serveFlags(getenv)}
-	var last error
-	for attempt := 0; attempt < 4; attempt++ {
-		conn, err := cl.Connect()
-		if err != nil {
-			return nil, err
+	conn, err := Dial(a.paths.Socket)
+	if err != nil {
+		if !start {
+			return errNotRunning
 		}
-		reply, err := conn.Call(req)
+		serve := a.serve
+		if serve == nil {
+			serve = ServeCommand(a.getenv)
+		}
+		cl := Client{Paths: a.paths, Serve: serve, ServeFlags: serveFlags(a.getenv)}
+		if conn, err = cl.Connect(); err != nil {
+			return err
+		}
+	}
+	a.conn = conn
+	// A send that fails shows as a failed read in wait, which retries.
+	conn.Send(req)
+	return nil
+}
+
+// close drops the request sent, if any: the daemon gives its slot back.
+func (a *acquirer) close() {
+	if a.conn != nil {
+		a.conn.Close()
+		a.conn = nil
+	}
+}
+
+// wait waits for the answer to the request send sent.
+func (a *acquirer) wait() (*slot, error) {
+	var last error
+	for attempt := 0; attempt < acquireAttempts; attempt++ {
+		if attempt > 0 {
+			if err := a.send(a.req, true); err != nil {
+				return nil, err
+			}
+		}
+		conn := a.conn
+		a.conn = nil
+		reply, err := conn.Read()
 		if err != nil {
 			conn.Close()
 			if errors.Is(err, ErrVersion) || errors.Is(err, ErrMalformed) {
@@ -322,7 +407,7 @@ func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slo
 			case "gone":
 				return nil, fmt.Errorf("%w: %s", errBuildGone, msg)
 			case "perm":
-				if err := OtherUserError(p.Socket); err != nil {
+				if err := OtherUserError(a.paths.Socket); err != nil {
 					return nil, err
 				}
 			}
@@ -332,7 +417,15 @@ func acquire(p Paths, serve []string, getenv func(string) string, req Msg) (*slo
 			return nil, fmt.Errorf("daemon speaks another protocol: reply %q", reply.Verb)
 		}
 	}
-	return nil, fmt.Errorf("%w: the connection broke %d times: %v", ErrNoDaemon, 4, last)
+	return nil, fmt.Errorf("%w: the connection broke %d times: %v", ErrNoDaemon, acquireAttempts, last)
+}
+
+// acquire sends req and waits for its answer.
+func (a *acquirer) acquire(req Msg) (*slot, error) {
+	if err := a.send(req, true); err != nil {
+		return nil, err
+	}
+	return a.wait()
 }
 
 // caught holds the ending signals the launcher receives while it waits

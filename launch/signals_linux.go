@@ -149,8 +149,11 @@ type elfSym struct{ value, size uint64 }
 // elfSymbols returns the value and size of the named symbols of the
 // 64-bit little-endian ELF file path (.symtab); what it cannot read is
 // missing. It maps the file and reads only the section headers and the
-// symbol table, with the names of the symbols it compares (some 100 KB of
-// the launcher's 3 MB), not debug/elf's whole model.
+// symbol table, with the names of the symbols it compares, not debug/elf's
+// whole model. It reads the table from its end: Go's linker writes the
+// functions first and the variables (the runtime's, which are asked for)
+// after them, so the pages of the table and of its names it touches are
+// a few of the launcher's 3 MB.
 func elfSymbols(path string, names ...string) map[string]elfSym {
 	out := make(map[string]elfSym, len(names))
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -162,11 +165,13 @@ func elfSymbols(path string, names ...string) map[string]elfSym {
 	if unix.Fstat(fd, &st) != nil || st.Size < 64 || st.Size > 1<<30 {
 		return out
 	}
+	// The mapping stays until the exec or the exit: it holds only pages
+	// of the page cache, and unmapping it would cost every launch more
+	// than all the rest of the lookup (the other CPUs' TLBs are flushed).
 	b, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
 		return out
 	}
-	defer unix.Munmap(b)
 	if string(b[:4]) != "\x7fELF" || b[4] != 2 || b[5] != 1 {
 		return out
 	}
@@ -190,7 +195,8 @@ func elfSymbols(path string, names ...string) map[string]elfSym {
 			continue
 		}
 		_, strtab, _ := section(uint64(link))
-		for s := symtab; len(s) >= 24 && len(out) < len(names); s = s[24:] {
+		for end := len(symtab) - len(symtab)%24; end >= 24 && len(out) < len(names); end -= 24 {
+			s := symtab[end-24 : end]
 			off := uint64(le.Uint32(s))
 			if off >= uint64(len(strtab)) || strtab[off] != names[0][0] {
 				continue // the names asked for start alike ("runtime.")

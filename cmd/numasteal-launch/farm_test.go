@@ -167,7 +167,13 @@ func TestFarmCompileError(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "good.o")); err != nil {
 		t.Error(err)
 	}
-	hs := e.hosts()
+	// The launcher does not wait for the answer to its "done": the
+	// daemon may count the job a moment after the launcher exits.
+	var hs []daemon.HostStatus
+	poll(t, "the daemon to count the remote job", func() bool {
+		hs = e.hosts()
+		return len(hs) != 1 || hs[0].Running == 0
+	})
 	if len(hs) != 1 || hs[0].Jobs != 1 || hs[0].Failures != 0 || hs[0].Down {
 		t.Errorf("farm hosts %+v: want one with the good compile, no failures", hs)
 	}

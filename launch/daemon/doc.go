@@ -149,8 +149,11 @@
 //
 // Each admitted job gets a CPU from the balance policy's placement
 // (Balancer.Place with PlaceExec: the find_idlest walk over the scheduling
-// domains), with the daemon's running jobs per CPU as the load. The
-// launcher pins itself there before it forks the command.
+// domains), with the daemon's running jobs per CPU as the load. On a
+// machine of several nodes the launcher pins itself there before it
+// execs or forks the command; on a machine of one node the CPU only
+// counts the slot, and the kernel places the command (package launch,
+// "The launch path", step 5).
 //
 // On a machine of several NUMA nodes, the job's memory need must also fit
 // its node's room: the node's free memory (memory.NodeMemory.Free: no
