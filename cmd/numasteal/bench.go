@@ -13,7 +13,7 @@ var benchmarks = [...]command{
 	{"counters", "the counter(9) cost table: ns per increment of each kind of counter", runBenchCounters},
 	{"kernbench", "the seed's kernel-build table: one build graph through numasteal run, make, ninja, xargs", runBenchKernbench},
 	{"memory", "a make project whose compiles overfill a memory-limited cgroup: plain make -j1/2/4 and numasteal-launch", runBenchMemory},
-	{"waiting", "1,000 ready compiles through numasteal-launch: make -j, numasteal exec make -j, ninja -j 256; peak PSS and launchers", runBenchWaiting},
+	{"jobserver", "1,000 ready compiles through numasteal-launch, by make -j and numasteal exec make -j: launchers alive, numasteal's peak PSS", runBenchJobserver},
 	{"launch", "the compiler launcher's cost per command: numasteal-launch true and gcc -c against the plain commands", runBenchLaunch},
 	{"sdet", "SDET multi-user throughput, 1-128 scripts: numasteal process tasks vs goroutines + os/exec", runBenchSDET},
 	{"diffprofile", "the seed's diffprofile: CPU profile of one benchmark under two policies, B - A per function", runBenchDiffProfile},

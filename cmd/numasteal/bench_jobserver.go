@@ -11,14 +11,13 @@ import (
 	"github.com/numasteal/numasteal/bench"
 )
 
-// runBenchWaiting is "numasteal bench waiting": what a build's waiting
-// launchers cost (bench.RunWaiting): a project of ready compiles built
-// through the launcher by make -j, numasteal exec make -j and ninja at a
-// high -j, with numasteal's peak PSS and launchers alive.
-func runBenchWaiting(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("numasteal bench waiting", stderr)
+// runBenchJobserver is "numasteal bench jobserver": what make forks
+// (bench.RunJobserver): a project of ready compiles built through the
+// launcher by make -j and numasteal exec make -j, with numasteal's peak
+// PSS and launchers alive.
+func runBenchJobserver(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("numasteal bench jobserver", stderr)
 	compiles := fs.Int("compiles", 1000, "ready compiles in the project")
-	ninjaJobs := fs.Int("ninja-jobs", 256, "ninja's -j")
 	reps := fs.Int("reps", 1, "alternating rounds; medians are reported")
 	launcher := fs.String("launcher", "", "the numasteal-launch binary (default: beside this one)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -26,27 +25,27 @@ func runBenchWaiting(ctx context.Context, args []string, stdout, stderr io.Write
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	for name, v := range map[string]int{"compiles": *compiles, "ninja-jobs": *ninjaJobs, "reps": *reps} {
+	for name, v := range map[string]int{"compiles": *compiles, "reps": *reps} {
 		if v < 1 {
 			return usageError(fs, stderr, fmt.Errorf("--%s %d: want at least 1", name, v))
 		}
 	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "numasteal bench waiting: finding this binary: %v\n", err)
+		fmt.Fprintf(stderr, "numasteal bench jobserver: finding this binary: %v\n", err)
 		return exitFail
 	}
 	if *launcher == "" {
 		*launcher = filepath.Join(filepath.Dir(self), "numasteal-launch")
 	}
 	progress, done := benchStatus(stderr, *quiet)
-	r, err := bench.RunWaiting(ctx, bench.WaitingOptions{
-		Compiles: *compiles, NinjaJobs: *ninjaJobs, Reps: *reps, Numasteal: self, Launcher: *launcher,
+	r, err := bench.RunJobserver(ctx, bench.JobserverOptions{
+		Compiles: *compiles, Reps: *reps, Numasteal: self, Launcher: *launcher,
 		Progress: func(rep int, row string) { progress(fmt.Sprintf("round %d/%d: %s", rep, *reps, row)) },
 	})
 	done()
 	if err != nil {
-		fmt.Fprintf(stderr, "numasteal bench waiting: %v\n", err)
+		fmt.Fprintf(stderr, "numasteal bench jobserver: %v\n", err)
 		return exitFail
 	}
 	if *asJSON {
