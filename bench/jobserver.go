@@ -136,20 +136,16 @@ func RunJobserver(ctx context.Context, o JobserverOptions) (*JobserverResult, er
 	return res, nil
 }
 
-// writeJobserverProject writes n small C sources and a Makefile that
-// compiles each (no link: every compile is ready at once).
+// writeJobserverProject writes the n small C sources of
+// writeWaitProject and a Makefile that compiles each (no link: every
+// compile is ready at once).
 func writeJobserverProject(dir string, n int) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bench: jobserver: %w", err)
+	if err := writeWaitProject(dir, n); err != nil {
+		return err
 	}
-	var objs []string
-	for i := range n {
-		name := fmt.Sprintf("f%04d", i)
-		text := fmt.Sprintf("int %s(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * %d; return s; }\n", name, i+1)
-		if err := os.WriteFile(filepath.Join(dir, name+".c"), []byte(text), 0o644); err != nil {
-			return fmt.Errorf("bench: jobserver: %w", err)
-		}
-		objs = append(objs, name+".o")
+	objs := make([]string, n)
+	for i := range objs {
+		objs[i] = fmt.Sprintf("f%04d.o", i)
 	}
 	mk := "all: " + strings.Join(objs, " ") + "\n%.o: %.c\n\t$(CC) -O2 -c $< -o $@\nclean:\n\trm -f *.o\n"
 	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(mk), 0o644); err != nil {
