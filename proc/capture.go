@@ -59,11 +59,11 @@ func (c *captures) newFile() (*os.File, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_APPEND|unix.O_CLOEXEC, 0o600)
-	if err == nil {
-		return os.NewFile(uintptr(fd), dir+"/(capture)"), nil
+	if f, err := openTmpfile(dir); err == nil {
+		return f, nil
 	}
-	// A file system without O_TMPFILE: a named file, removed at once.
+	// A file system (or system) without O_TMPFILE: a named file, removed
+	// at once.
 	f, err := os.CreateTemp(dir, "numasteal-capture-*")
 	if err != nil {
 		return nil, fmt.Errorf("proc: output capture file: %w", err)
