@@ -117,3 +117,43 @@ func TestExecTokensSurviveKills(t *testing.T) {
 		t.Errorf("the daemon counted back %d lost tokens, want the killed sub-make's\n%s", rec, e.daemonLog())
 	}
 }
+
+// TestExecOtherClientsDrawFromTheSlots: a jobserver client under
+// numasteal exec make that is not make — numasteal run, as a recursive
+// recipe — takes its tasks' slots from the daemon's tokens: at one slot
+// it runs its four tasks one at a time, where its own limit (one per
+// CPU) would run them side by side.
+func TestExecOtherClientsDrawFromTheSlots(t *testing.T) {
+	need(t, "make")
+	e := newEnv(t, "--slots 1")
+	dir := t.TempDir()
+	var cmds strings.Builder
+	for i := range 4 {
+		f := filepath.Join(dir, "t"+strconv.Itoa(i))
+		cmds.WriteString("sh -c 'date +%s%N > " + f + "; sleep 0.2; date +%s%N >> " + f + "'\n")
+	}
+	os.WriteFile(filepath.Join(dir, "cmds.txt"), []byte(cmds.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\t+"+filepath.Join(binDir, "numasteal")+
+		" run --history= --progress=none -j 0 cmds.txt\n"), 0o644)
+	args := e.execMake(dir)
+	run(t, e.cmd(dir, args[0], args[1:]...))
+	type span struct{ start, end int64 }
+	var spans []span
+	for i := range 4 {
+		b, err := os.ReadFile(filepath.Join(dir, "t"+strconv.Itoa(i)))
+		f := strings.Fields(string(b))
+		if err != nil || len(f) != 2 {
+			t.Fatalf("task %d left %q (%v)", i, b, err)
+		}
+		s, _ := strconv.ParseInt(f[0], 10, 64)
+		en, _ := strconv.ParseInt(f[1], 10, 64)
+		spans = append(spans, span{s, en})
+	}
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.start < b.end && b.start < a.end {
+				t.Fatalf("two tasks of numasteal run overlapped at one slot: %v", spans)
+			}
+		}
+	}
+}
