@@ -110,7 +110,7 @@ func (p *pool) reclaim(held bool) bool {
 	need := held
 	if !need && p.used() >= p.slots {
 		for _, q := range p.builds {
-			if len(q.jobs) > 0 && !p.covered(q) || q.js != nil && p.wants(q) {
+			if p.waitsForSlot(q) {
 				need = true
 				break
 			}
@@ -137,6 +137,13 @@ func (p *pool) reclaim(held bool) bool {
 // the last refresh.
 func (p *pool) wants(q *buildQueue) bool {
 	return q.js.idle == 0
+}
+
+// waitsForSlot reports whether q waits for a free slot of the pool: a
+// job of its own that no slot of its build covers, or a jobserver with
+// nothing waiting that holds all it has.
+func (p *pool) waitsForSlot(q *buildQueue) bool {
+	return len(q.jobs) > 0 && !p.covered(q) || q.js != nil && len(q.jobs) == 0 && p.wants(q)
 }
 
 // refreshIdle reads how many tokens lie idle in each jobserver's pipe.
@@ -184,7 +191,7 @@ func (p *pool) lendOne(q *buildQueue) bool {
 func (p *pool) lendBurst(q *buildQueue) int {
 	waiting := 1
 	for _, b := range p.builds {
-		if b != q && (len(b.jobs) > 0 && !p.covered(b) || b.js != nil && len(b.jobs) == 0 && p.wants(b)) {
+		if b != q && p.waitsForSlot(b) {
 			waiting++
 		}
 	}
@@ -221,7 +228,7 @@ func (p *pool) lendAhead() {
 func (p *pool) demote() {
 	waiting, active := false, 0
 	for _, q := range p.builds {
-		starved := len(q.jobs) > 0 && !p.covered(q) || q.js != nil && len(q.jobs) == 0 && p.wants(q)
+		starved := p.waitsForSlot(q)
 		waiting = waiting || starved
 		if starved || q.running > 0 {
 			active++
@@ -266,9 +273,10 @@ func (s *Server) refreshJobserversLocked(now time.Time) {
 		if js == nil {
 			continue
 		}
-		if idle, err := js.pipe.Idle(); err == nil && idle > js.lent {
+		if js.idle > js.lent {
 			// Tokens counted lost came back: read out the surplus.
-			js.pipe.Reclaim(idle - js.lent)
+			n, _ := js.pipe.Reclaim(js.idle - js.lent)
+			js.idle -= n
 		}
 		js.peak = max(js.peak, q.running+len(q.jobs))
 		s.checkLostLocked(q, now)

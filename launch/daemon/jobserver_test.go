@@ -44,11 +44,7 @@ func take(t *testing.T, q *buildQueue, n int) {
 // refresh is the daemon's tick: the pipes' idle tokens looked at again,
 // and admission run.
 func refresh(p *pool) {
-	for _, q := range p.builds {
-		if q.js != nil {
-			q.js.idle, _ = q.js.pipe.Idle()
-		}
-	}
+	p.refreshIdle()
 	p.admit()
 }
 
