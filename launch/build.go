@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,7 +151,8 @@ type procStat struct {
 }
 
 func readStat(proc string, pid int) (procStat, error) {
-	b, err := os.ReadFile(proc + "/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	b, err := procstat.Read(proc, pid, buf[:])
 	if err != nil {
 		return procStat{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/numasteal/numasteal/internal/kernfile"
 	"github.com/numasteal/numasteal/topology"
 )
 
@@ -244,7 +245,7 @@ func (s *Source) groupState(g topology.MemoryCgroup) (limit int64, file string, 
 
 func (s *Source) abs(rel string) string { return filepath.Join(s.root, rel) }
 
-func (s *Source) read(rel string) ([]byte, error) { return readFile(s.abs(rel)) }
+func (s *Source) read(rel string) ([]byte, error) { return kernfile.Read(s.abs(rel), nil) }
 
 // Unlimited is the Room of a plan that no limit bounds.
 const Unlimited = math.MaxInt64

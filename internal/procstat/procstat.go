@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/numasteal/numasteal/internal/kernfile"
 )
 
 // ErrMalformed is wrapped by the errors of Parse and Stat.Uint.
@@ -71,4 +73,11 @@ func (s Stat) Uint(n int) (uint64, error) {
 		return 0, fmt.Errorf("procstat: field %d of pid %d: %w", n, s.PID, ErrMalformed)
 	}
 	return v, nil
+}
+
+// Read reads /proc/PID/stat of pid under proc ("/proc") into buf, which
+// it grows when the text does not fit, and returns the text (package
+// kernfile: no more system calls than open, read and close).
+func Read(proc string, pid int, buf []byte) ([]byte, error) {
+	return kernfile.Read(proc+"/"+strconv.Itoa(pid)+"/stat", buf)
 }

@@ -2,6 +2,8 @@ package procstat
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"strconv"
 	"testing"
 )
@@ -55,4 +57,26 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("empty pid")
 		}
 	})
+}
+
+func TestRead(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, buf := range [][]byte{nil, make([]byte, 0, 8), make([]byte, 0, 4096)} {
+		b, err := Read("/proc", os.Getpid(), buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := Parse(b)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", b, err)
+		}
+		if st.PID != os.Getpid() {
+			t.Errorf("pid %d, want %d", st.PID, os.Getpid())
+		}
+	}
+	if _, err := Read(t.TempDir(), 1, nil); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Read of a missing file: %v, want fs.ErrNotExist", err)
+	}
 }

@@ -136,6 +136,14 @@
 //
 // # Connections
 //
+// The accept loop answers a launcher's first request itself when it can:
+// woken on the listening socket by the runtime poller, it accepts, reads
+// what has arrived (waiting at most a millisecond for the request a
+// launcher writes right after its connect, never blocking), and when the
+// request is an acquire granted at once it replies before anything else
+// is woken, so that a grant costs the launcher one wake-up of the daemon.
+// Everything else is served by the connection's goroutine.
+//
 // One goroutine serves a connection and reads it itself, through a
 // 512-byte buffer that a longer line outgrows only for that line; a
 // connection waiting for its grant is blocked in that read, which sees

@@ -9,8 +9,9 @@ import (
 )
 
 // openPidfd returns a pollable pidfd of pid (pidfd_open with
-// PIDFD_NONBLOCK, Linux 5.10), or nil when the kernel has none: the
-// daemon then grants no handoffs and every launcher waits for its command.
+// PIDFD_NONBLOCK, Linux 5.10; close-on-exec always), or nil when the
+// kernel has none: the daemon then grants no handoffs and every launcher
+// waits for its command.
 func openPidfd(pid int) *os.File {
 	if pid <= 0 {
 		return nil
@@ -19,7 +20,6 @@ func openPidfd(pid int) *os.File {
 	if err != nil {
 		return nil
 	}
-	unix.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), "pidfd")
 }
 

@@ -342,7 +342,8 @@ func holdable(proc string, root int, launchers []int) int {
 
 // threads returns the thread count of pid (1 when it cannot be read).
 func threads(proc string, pid int) int {
-	b, err := os.ReadFile(proc + "/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	b, err := procstat.Read(proc, pid, buf[:])
 	if err != nil {
 		return 1
 	}

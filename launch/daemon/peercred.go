@@ -1,13 +1,13 @@
 package daemon
 
-import "net"
+import "syscall"
 
 // cred is who is at the other end of a connection.
 type cred struct{ uid, pid int }
 
 // sockCred runs get on c's descriptor: the system's way of asking the
 // socket for its peer's credentials (peercred_*.go).
-func sockCred(c *net.UnixConn, get func(fd int) (cred, error)) (cred, error) {
+func sockCred(c syscall.Conn, get func(fd int) (cred, error)) (cred, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return cred{-1, 0}, err

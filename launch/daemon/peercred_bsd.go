@@ -3,14 +3,14 @@
 package daemon
 
 import (
-	"net"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // peerCred returns the uid of the process at the other end of c
 // (LOCAL_PEERCRED); the pid is 0: without pidfds it is not needed.
-func peerCred(c *net.UnixConn) (cred, error) {
+func peerCred(c syscall.Conn) (cred, error) {
 	return sockCred(c, func(fd int) (cred, error) {
 		xu, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 		if err != nil {

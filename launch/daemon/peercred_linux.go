@@ -3,7 +3,7 @@
 package daemon
 
 import (
-	"net"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -11,7 +11,7 @@ import (
 // peerCred returns the uid and pid of the process at the other end of c
 // (SO_PEERCRED: the credentials of the connecting process, which the
 // kernel recorded at connect time).
-func peerCred(c *net.UnixConn) (cred, error) {
+func peerCred(c syscall.Conn) (cred, error) {
 	return sockCred(c, func(fd int) (cred, error) {
 		uc, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 		if err != nil {

@@ -3,11 +3,9 @@ package daemon
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -72,7 +70,7 @@ var ErrRunning = errors.New("a numasteal daemon is already running")
 // Server is a running daemon.
 type Server struct {
 	cfg   Config
-	ln    *net.UnixListener
+	ln    *listener
 	lock  *os.File
 	topo  *topology.Topology
 	start time.Time
@@ -169,16 +167,15 @@ func Listen(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, err
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.Socket, Net: "unix"})
+	ln, err := listen(p.Socket)
 	if err != nil {
 		lock.Close()
 		return nil, err
 	}
-	ln.SetUnlinkOnClose(false) // unlinked by Run, under the lock
 	os.Chmod(p.Socket, 0o600)
 	s := &Server{cfg: cfg, ln: ln, lock: lock, start: time.Now()}
 	if err := s.init(); err != nil {
-		ln.Close()
+		ln.release()
 		os.Remove(p.Socket)
 		lock.Close()
 		return nil, err
@@ -280,7 +277,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { s.mem.Run(memCtx); close(memDone) }()
 	defer func() { memStop(); <-memDone }() // continues any job it froze
 	for {
-		c, err := s.ln.AcceptUnix()
+		c, err := s.ln.accept()
 		if err != nil {
 			break
 		}
@@ -292,8 +289,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		s.active++
 		s.mu.Unlock()
-		go s.serveConn(c)
+		s.serve(c)
 	}
+	s.ln.release()
 	close(stop)
 	s.mu.Lock()
 	for _, j := range s.pool.running {
@@ -361,7 +359,7 @@ func (s *Server) shutdown() {
 	s.closing = true
 	s.mu.Unlock()
 	os.Remove(s.cfg.Paths.Socket)
-	s.ln.Close()
+	s.ln.close()
 }
 
 func (s *Server) saveLocked() error {
@@ -370,237 +368,6 @@ func (s *Server) saveLocked() error {
 		return err
 	}
 	return nil
-}
-
-// serveConn serves one connection: at most one job at a time, which ends
-// (waiting or running) when the connection does, unless it was handed off
-// to its process (see handoff).
-func (s *Server) serveConn(c *net.UnixConn) {
-	var held *job
-	defer func() {
-		s.mu.Lock()
-		if held != nil {
-			s.pool.remove(held)
-			if held.pidfd != nil {
-				held.pidfd.Close()
-			}
-		}
-		s.active--
-		s.idleLocked()
-		s.mu.Unlock()
-		c.Close()
-	}()
-	reply := func(m launch.Msg) bool {
-		_, err := c.Write(m.Append(nil))
-		return err == nil
-	}
-	peer, err := peerCred(c)
-	if err != nil || peer.uid != os.Getuid() {
-		reply(launch.NewMsg("error", "code", "perm", "msg", "connection from another user"))
-		return
-	}
-	// One goroutine serves the connection, and reads it itself: most
-	// connections wait for a grant with nothing more to say, and one
-	// goroutine and a small buffer are all such a wait costs ("Connections"
-	// in the package documentation).
-	r := bufio.NewReaderSize(c, connBuffer)
-	next := func() (launch.Msg, error) {
-		line, err := readLine(r)
-		if err != nil {
-			return launch.Msg{}, err
-		}
-		return launch.ParseMsg(line)
-	}
-	// wake interrupts the read of a waiting connection when its job is
-	// granted: a read deadline in the past (net's deadlines are safe to
-	// set from any goroutine).
-	wake := func() { c.SetReadDeadline(time.Unix(1, 0)) }
-	// grant waits for j's admission, reading the connection to see the
-	// launcher go, and replies with the grant; false when the connection
-	// must end.
-	grant := func(j *job, handoff bool) bool {
-		for {
-			select {
-			case <-j.granted:
-				c.SetReadDeadline(time.Time{})
-				if j.dropped { // its build ended while it waited
-					reply(goneMsg(j.build))
-					return false
-				}
-			default:
-				m2, err := next()
-				switch {
-				case errors.Is(err, os.ErrDeadlineExceeded):
-					continue // granted, or about to be: look again
-				case err != nil:
-					return false // the launcher is gone: the deferred remove frees the job
-				}
-				reply(launch.NewMsg("error", "code", "order", "msg", "request "+m2.Verb+" before the grant"))
-				return false
-			}
-			break
-		}
-		s.mu.Lock()
-		lease := j.lease
-		g := launch.NewMsg("grant", "job", strconv.FormatInt(j.id, 10))
-		if lease != nil {
-			// A remote job: the launcher runs distcc and reports.
-			// distcc preprocesses here, outside the slots: at most
-			// as many preprocessors as slots run at once.
-			g.Fields = append(g.Fields, launch.Field{Key: "host", Value: lease.Host.DistccHostsPreprocessing(s.pool.slots)})
-		} else {
-			g.Fields = append(g.Fields, launch.Field{Key: "cpu", Value: strconv.Itoa(j.cpu)},
-				launch.Field{Key: "node", Value: strconv.Itoa(j.node)},
-				launch.Field{Key: "mem_kib", Value: strconv.FormatInt(j.need>>10, 10)})
-			// The launcher stays the parent, to run the job again after
-			// an OOM kill, when memory is tight: unless the job would fit
-			// twice over. (A job with an output not yet learned is
-			// measured anyway.)
-			if s.mem.Room() < j.need {
-				j.measure = true
-			}
-		}
-		if j.attempt > 0 {
-			g.Fields = append(g.Fields, launch.Field{Key: "retry", Value: strconv.Itoa(j.attempt)})
-		}
-		s.mu.Unlock()
-		if handoff && !j.measure && lease == nil {
-			// The launcher waits for this reply, so peer.pid is alive
-			// and still the launcher.
-			j.pidfd = openPidfd(peer.pid)
-		}
-		if j.pidfd != nil {
-			g.Fields = append(g.Fields, launch.Field{Key: "handoff", Value: "1"})
-			// No launcher is left to continue the command should this
-			// daemon die: never freeze it.
-			s.mem.SetFixed(j.id)
-		}
-		return reply(g)
-	}
-	for {
-		m, err := next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				code := "malformed"
-				if errors.Is(err, launch.ErrVersion) {
-					code = "version"
-				}
-				reply(launch.NewMsg("error", "code", code, "msg", err.Error(), "version", strconv.Itoa(launch.Version)))
-			}
-			return
-		}
-		switch m.Verb {
-		case "acquire":
-			if held != nil {
-				reply(launch.NewMsg("error", "code", "busy", "msg", "this connection holds a job already"))
-				return
-			}
-			derived := false
-			if b, _ := m.Get("build"); b == "" {
-				m.Fields = append(m.Fields, launch.Field{Key: "build", Value: s.builds.Of(peer.pid)})
-				derived = true
-			}
-			held = s.newJob(m, peer.pid)
-			held.wake = wake
-			s.mu.Lock()
-			if derived && s.watchBuildLocked(held.build) {
-				s.mu.Unlock()
-				reply(goneMsg(held.build))
-				return
-			}
-			s.pool.submit(held)
-			s.mu.Unlock()
-			handoff, _ := m.Get("handoff")
-			if !grant(held, handoff == "1") {
-				return
-			}
-		case "exec":
-			if held == nil || !held.running || held.pidfd == nil {
-				reply(launch.NewMsg("error", "code", "order", "msg", "exec without a handoff grant"))
-				return
-			}
-			s.handoff(held)
-			held = nil
-		case "done":
-			if held == nil || !held.running {
-				reply(launch.NewMsg("error", "code", "order", "msg", "done without a running job"))
-				return
-			}
-			kib, _ := m.Int("rss_kib")
-			st, _ := m.Get("status")
-			var o farm.Outcome
-			if held.lease != nil {
-				o = remoteOutcome(held, m)
-			}
-			s.mu.Lock()
-			if held.lease != nil {
-				// distcc's peak RSS is not the compiler's: nothing learned.
-				held.outcome = o
-				if o.HostFault {
-					st = "distcc failed"
-				}
-			}
-			s.traceLocked(held, kib, st)
-			s.pool.remove(held)
-			var peak int64
-			if held.lease == nil {
-				peak = s.learnLocked(held, kib)
-			}
-			again, refuse := s.afterKillLocked(held, m, peak)
-			if !o.HostFault && again == nil {
-				s.admitted++ // a failed farm attempt is not a job done: it runs again
-			}
-			s.mu.Unlock()
-			held = again
-			switch {
-			case again != nil:
-				if !grant(again, false) {
-					return
-				}
-			case refuse != "":
-				if !reply(launch.NewMsg("error", "code", "oom", "msg", refuse)) {
-					return
-				}
-			default:
-				if !reply(launch.NewMsg("ok")) {
-					return
-				}
-			}
-		case "jobserver":
-			if held != nil {
-				reply(launch.NewMsg("error", "code", "busy", "msg", "this connection holds a job already"))
-				return
-			}
-			name, _ := m.Get("name")
-			if name == "" {
-				name = "build"
-			}
-			js, r, w, err := s.startJobserver(peer.pid, name)
-			if err != nil {
-				reply(launch.NewMsg("error", "code", "jobserver", "msg", err.Error()))
-				return
-			}
-			_, _, err = c.WriteMsgUnix(s.jobserverReply(js).Append(nil), unix.UnixRights(int(r.Fd()), int(w.Fd())), nil)
-			r.Close()
-			w.Close()
-			if err != nil {
-				return
-			}
-		case "status":
-			b, _ := json.Marshal(s.Status())
-			if !reply(launch.NewMsg("status", "json", string(b))) {
-				return
-			}
-		case "ping":
-			if !reply(launch.NewMsg("pong", "pid", strconv.Itoa(os.Getpid()), "version", strconv.Itoa(launch.Version))) {
-				return
-			}
-		default:
-			if !reply(launch.NewMsg("error", "code", "verb", "msg", "unknown request "+m.Verb)) {
-				return
-			}
-		}
-	}
 }
 
 // connBuffer is the read buffer of a connection: an acquire line of a

@@ -1,6 +1,12 @@
 //go:build unix
 
-package memory
+// Package kernfile reads the small files of the kernel's file systems
+// (procfs, sysfs, cgroupfs) with plain system calls: open, read until end
+// of file, close. os.ReadFile also offers each such file to Go's poller
+// (kernfs files can be polled, so it takes an fcntl and an epoll_ctl to
+// add and one to remove) and fstats it, which doubles the cost of a read
+// that runs once per task or per launch.
+package kernfile
 
 import (
 	"errors"
@@ -8,18 +14,18 @@ import (
 	"syscall"
 )
 
-// readFile reads a small kernel file (procfs, sysfs, cgroupfs) with plain
-// system calls: open, read until end of file, close. os.ReadFile also
-// offers each such file to Go's poller (kernfs files can be polled, so
-// it takes an fcntl and an epoll_ctl to add and one to remove) and
-// fstats it, which doubles the cost of a read that runs once per task.
-func readFile(name string) ([]byte, error) {
+// Read reads the file name into buf, which it grows when the text does
+// not fit (a nil buf gets 512 bytes), and returns the text.
+func Read(name string, buf []byte) ([]byte, error) {
 	fd, err := open(name)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer syscall.Close(fd)
-	buf := make([]byte, 0, 512)
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 512)
+	}
+	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
