@@ -115,6 +115,10 @@
 // before: a thread locked while the launcher waits would make the runtime
 // start its template thread for nothing) and never unlocks it: that thread
 // lives as long as the process (see package supervise, "Parent death").
+// A command handed off is exec'd without a lock on a machine of one node
+// when the inherited signal mask is empty: there is no thread state to
+// keep (no pin, no memory policy, no mask), and the lock's template
+// thread would cost every launch a clone(2).
 // Grandchildren (cc1) are not covered; they end when their driver is gone
 // and their pipes break.
 //

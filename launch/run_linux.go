@@ -23,9 +23,10 @@ import (
 // the launcher's exit status, the command's; when the command was killed
 // by a signal, Run kills the launcher with the same signal and does not
 // return. Run must be called from the main goroutine, which it locks to
-// its thread for good once the slot is granted: the command is forked
-// from that thread with Pdeathsig, and the kernel sends it when the
-// forking thread ends.
+// its thread for good once the slot is granted when it forks the command
+// (with Pdeathsig, which the kernel sends when the forking thread ends) or
+// pins it: a command handed off on a machine of one node is exec'd from
+// whatever thread runs the goroutine.
 func Run(c Config) int {
 	stderr := c.stderr()
 	if len(c.Args) == 0 {
@@ -108,10 +109,10 @@ func Run(c Config) int {
 	if err != nil {
 		return direct(err)
 	}
-	runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
 	if host, _ := slot.grant.Get("host"); host != "" {
 		code, retry := 0, true
 		if distcc, ok := findDistcc(prog); ok {
+			runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
 			code, retry = runRemote(in, c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
 		} else {
 			slot.conn.Close() // no distcc: the lease goes back unused
@@ -139,10 +140,19 @@ func Run(c Config) int {
 // its CPU, then handed off (exec in the launcher's place) or measured
 // (forked, waited for and reported).
 func runLocal(in inherited, progName, prog string, argv []string, slot *slot, online cpuset.Set, stderr io.Writer) int {
+	handoff, _ := slot.grant.Get("handoff")
+	if handoff != "1" || online.Len() >= 2 {
+		// The thread is the command's: it forks it with Pdeathsig (see
+		// doc.go), or it is pinned and given the node's memory policy,
+		// which the exec keeps. Never unlocked. A handoff on a machine of
+		// one node needs no thread of its own, and no thread is started
+		// for the runtime's locked-thread bookkeeping.
+		runtime.LockOSThread()
+	}
 	pin(slot.grant, online)
 	preferNode(slot.grant, online)
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
-	if v, _ := slot.grant.Get("handoff"); v == "1" {
+	if handoff == "1" {
 		// The daemon watches this process from now on; the exec closes
 		// the connection (close-on-exec). A daemon gone meanwhile only
 		// loses the slot's end: the command runs, once.

@@ -82,9 +82,13 @@ func (in inherited) beforeExec() (undo func()) {
 // for an exec or a fork from this thread (the runtime gives a forked
 // child the forking thread's mask), and returns the function that puts
 // the runtime's back. The launcher still gets the signals the mask
-// blocks: its other threads take them.
+// blocks: its other threads take them. An empty inherited mask (what
+// make and ninja give their children) is already every thread's: the
+// runtime starts each thread with the inherited mask and only unblocks
+// signals, so nothing is set and the goroutine is not locked to its
+// thread (locking would start the runtime's template thread).
 func (in inherited) startMask() (undo func()) {
-	if !in.maskKnown {
+	if !in.maskKnown || in.mask == 0 {
 		return func() {}
 	}
 	runtime.LockOSThread()
