@@ -3,14 +3,11 @@
 package daemon
 
 import (
-	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
 	"github.com/numasteal/numasteal/jobserver"
@@ -140,32 +137,8 @@ func TestPoolReclaimsForMemory(t *testing.T) {
 // the 2 tokens beside the make's implicit slot; the status shows the
 // build, named by this process; at shutdown every goroutine ends.
 func TestJobserverServed(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	dir, err := os.MkdirTemp("", "nsd-") // short: a socket path is at most 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	paths := launch.PathsFromEnv(func(k string) string {
-		if k == "NUMASTEAL_SOCKET" {
-			return filepath.Join(dir, "sock")
-		}
-		return ""
-	})
-	s, err := Listen(Config{Paths: paths, Slots: 3, Mem: 1 << 30, Idle: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	c, err := launch.Dial(paths.Socket)
+	s, socket := startServer(t, Config{Slots: 3, Mem: 1 << 30})
+	c, err := launch.Dial(socket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,12 +149,12 @@ func waitingRSS(b *testing.B, n int) (before, first, second int64) {
 }
 
 // waitFor polls cond until it holds, failing after a generous deadline.
-func waitFor(b *testing.B, what string, cond func() bool) {
+func waitFor(tb testing.TB, what string, cond func() bool) {
 	const deadline = 2 * time.Minute
 	end := time.Now().Add(deadline)
 	for wait := time.Millisecond; !cond(); wait = min(2*wait, 100*time.Millisecond) {
 		if time.Now().After(end) {
-			b.Fatalf("after %v: still not %s", deadline, what)
+			tb.Fatalf("after %v: still not %s", deadline, what)
 		}
 		time.Sleep(wait)
 	}
