@@ -152,12 +152,13 @@ type elfSym struct{ value, size uint64 }
 
 // elfSymbols returns the value and size of the named symbols of the
 // 64-bit little-endian ELF file path (.symtab); what it cannot read is
-// missing. It maps the file and reads only the section headers and the
-// symbol table, with the names of the symbols it compares, not debug/elf's
-// whole model. It reads the table from its end: Go's linker writes the
-// functions first and the variables (the runtime's, which are asked for)
-// after them, so the pages of the table and of its names it touches are
-// a few of the launcher's 3 MB.
+// missing. It reads only the section headers, the symbol table from its
+// end and the part of the string table that names those symbols, with
+// pread(2), not debug/elf's whole model: Go's linker writes the functions
+// first and the variables (the runtime's, which are asked for) after
+// them, so a few kilobytes of the launcher's 3 MB are read. (A mapping of
+// the file would cost more: each touched page maps its neighbours too,
+// and the exec unmaps them all.)
 func elfSymbols(path string, names ...string) map[string]elfSym {
 	out := make(map[string]elfSym, len(names))
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -165,53 +166,83 @@ func elfSymbols(path string, names ...string) map[string]elfSym {
 		return out
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Size < 64 || st.Size > 1<<30 {
-		return out
-	}
-	// The mapping stays until the exec or the exit: it holds only pages
-	// of the page cache, and unmapping it would cost every launch more
-	// than all the rest of the lookup (the other CPUs' TLBs are flushed).
-	b, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_PRIVATE)
-	if err != nil {
-		return out
-	}
-	if string(b[:4]) != "\x7fELF" || b[4] != 2 || b[5] != 1 {
-		return out
+	read := func(off, n uint64) []byte {
+		if n > elfReadMax {
+			return nil
+		}
+		b := make([]byte, n)
+		if got, err := unix.Pread(fd, b, int64(off)); err != nil || uint64(got) != n {
+			return nil
+		}
+		return b
 	}
 	le := binary.LittleEndian
-	size := uint64(len(b))
-	shoff, shentsize, shnum := le.Uint64(b[0x28:]), uint64(le.Uint16(b[0x3a:])), uint64(le.Uint16(b[0x3c:]))
-	if shentsize < 64 || shoff > size || shnum > (size-shoff)/shentsize {
+	h := read(0, 64)
+	if h == nil || string(h[:4]) != "\x7fELF" || h[4] != 2 || h[5] != 1 {
 		return out
 	}
-	section := func(i uint64) (typ uint32, data []byte, link uint32) {
-		s := b[shoff+i*shentsize:]
-		off, n := le.Uint64(s[0x18:]), le.Uint64(s[0x20:])
-		if off > size || n > size-off {
-			return 0, nil, 0
-		}
-		return le.Uint32(s[4:]), b[off : off+n], le.Uint32(s[0x28:])
+	shoff, shentsize, shnum := le.Uint64(h[0x28:]), uint64(le.Uint16(h[0x3a:])), uint64(le.Uint16(h[0x3c:]))
+	if shentsize < 64 || shnum == 0 {
+		return out
+	}
+	shdrs := read(shoff, shnum*shentsize)
+	if shdrs == nil {
+		return out
+	}
+	section := func(i uint64) (typ uint32, off, size uint64, link uint32) {
+		s := shdrs[i*shentsize:]
+		return le.Uint32(s[4:]), le.Uint64(s[0x18:]), le.Uint64(s[0x20:]), le.Uint32(s[0x28:])
 	}
 	for i := range shnum {
-		typ, symtab, link := section(i)
+		typ, symOff, symSize, link := section(i)
 		if typ != 2 || uint64(link) >= shnum { // SHT_SYMTAB
 			continue
 		}
-		_, strtab, _ := section(uint64(link))
-		for end := len(symtab) - len(symtab)%24; end >= 24 && len(out) < len(names); end -= 24 {
-			s := symtab[end-24 : end]
-			off := uint64(le.Uint32(s))
-			if off >= uint64(len(strtab)) || strtab[off] != names[0][0] {
-				continue // the names asked for start alike ("runtime.")
+		_, strOff, strSize, _ := section(uint64(link))
+		// The table from its end, a chunk at a time; each chunk's names
+		// in one read of the span of the string table they lie in.
+		for end := symSize - symSize%24; end >= 24 && len(out) < len(names); {
+			start := end - min(end, elfSymChunk)
+			syms := read(symOff+start, end-start)
+			if syms == nil {
+				return out
 			}
-			for _, n := range names {
-				if end := off + uint64(len(n)); end < uint64(len(strtab)) && strtab[end] == 0 && string(strtab[off:end]) == n {
-					out[n] = elfSym{value: le.Uint64(s[8:]), size: le.Uint64(s[16:])}
+			lo, hi := strSize, uint64(0)
+			for k := 0; k+24 <= len(syms); k += 24 {
+				if o := uint64(le.Uint32(syms[k:])); o < strSize {
+					lo, hi = min(lo, o), max(hi, o)
 				}
 			}
+			if lo <= hi {
+				strs := read(strOff+lo, min(hi+elfNameMax, strSize)-lo)
+				if strs == nil {
+					return out
+				}
+				for k := len(syms) - 24; k >= 0; k -= 24 {
+					o := uint64(le.Uint32(syms[k:]))
+					if o < lo || o > hi {
+						continue
+					}
+					name := strs[o-lo:]
+					for _, n := range names {
+						if len(name) > len(n) && name[len(n)] == 0 && string(name[:len(n)]) == n {
+							out[n] = elfSym{value: le.Uint64(syms[k+8:]), size: le.Uint64(syms[k+16:])}
+						}
+					}
+				}
+			}
+			end = start
 		}
 		return out
 	}
 	return out
 }
+
+// elfSymChunk is the part of the symbol table elfSymbols reads at a time
+// (a multiple of a symbol's 24 bytes); elfNameMax bounds the names it
+// compares; elfReadMax bounds any one read.
+const (
+	elfSymChunk = 24 * 512
+	elfNameMax  = 64
+	elfReadMax  = 16 << 20
+)
