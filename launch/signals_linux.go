@@ -1,13 +1,17 @@
 package launch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/internal/kernfile"
 )
 
 // A launcher is invisible to its command's signals: every disposition it
@@ -45,10 +49,12 @@ const sigIgn = 1
 // returns to every exec and fork.
 func startSignals() (startup inherited) {
 	fwd, mask := runtimeSignalState()
-	for sig := 1; sig <= 64; sig++ {
-		h, ok := sigHandler(sig)
-		if ok && h == sigIgn || fwd != nil && fwd[sig] == sigIgn {
-			startup.ignored |= 1 << (sig - 1)
+	startup.ignored = ignoredNow()
+	if fwd != nil {
+		for sig := 1; sig <= 64; sig++ {
+			if fwd[sig] == sigIgn {
+				startup.ignored |= 1 << (sig - 1)
+			}
 		}
 	}
 	if mask != nil {
@@ -60,6 +66,47 @@ func startSignals() (startup inherited) {
 		}
 	}
 	return startup
+}
+
+// ignoredNow returns the signals ignored now (bit sig-1): those the
+// runtime left ignored, and those it does not handle. The kernel shows
+// them in /proc/self/status (SigIgn), one read where asking rt_sigaction
+// takes 64 system calls; without /proc, it asks rt_sigaction.
+func ignoredNow() uint64 {
+	var buf [2048]byte
+	if b, err := kernfile.Read("/proc/self/status", buf[:]); err == nil {
+		if ign, ok := statusMask(b, "SigIgn:"); ok {
+			return ign
+		}
+	}
+	var ign uint64
+	for sig := 1; sig <= 64; sig++ {
+		if h, ok := sigHandler(sig); ok && h == sigIgn {
+			ign |= 1 << (sig - 1)
+		}
+	}
+	return ign
+}
+
+// statusMask returns the hexadecimal mask of the line key ("SigIgn:") of
+// a /proc/PID/status text.
+func statusMask(status []byte, key string) (uint64, bool) {
+	for len(status) > 0 {
+		line := status
+		if i := bytes.IndexByte(status, '\n'); i >= 0 {
+			line, status = status[:i], status[i+1:]
+		} else {
+			status = nil
+		}
+		if v, ok := bytes.CutPrefix(line, []byte(key)); ok {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64)
+			if err != nil {
+				return 0, false
+			}
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 func (in inherited) ignoredAt(sig syscall.Signal) bool {
