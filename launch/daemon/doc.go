@@ -127,7 +127,8 @@
 // command in its own place; from then on it belongs to the process,
 // watched through a pidfd (pidfd_open, from the peer's SO_PEERCRED pid,
 // opened while the launcher waits for its grant and so cannot have ended),
-// and freed when the process ends. The daemon hands off every job but
+// and freed when the process ends; the connection's goroutine, its
+// requests served, waits on the pidfd. The daemon hands off every job but
 // those it wants measured: an output whose peak RSS it has not learned,
 // and one in eight (remeasureEvery) of those it has, so that the store
 // follows sources that change. A measured job's launcher forks the

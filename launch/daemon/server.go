@@ -499,28 +499,34 @@ const remeasureEvery = 8
 
 // handoff gives j to its process: the launcher execs the command in its
 // own place ("Handoff" in the package documentation), so the slot is
-// freed when that process ends, seen on its pidfd, no longer when the
-// connection closes (the exec closes it).
+// freed when that process ends, seen on its pidfd (watchHandoff), no
+// longer when the connection closes (the exec closes it). j counts as
+// active until then.
 func (s *Server) handoff(j *job) {
 	s.mu.Lock()
 	s.active++
 	s.mu.Unlock()
 	s.watchers.Add(1)
-	go func() {
-		defer s.watchers.Done()
-		waitExit(j.pidfd)
-		j.pidfd.Close()
-		s.mu.Lock()
-		if j.running {
-			s.admitted++
-			s.traceLocked(j, 0, "")
-			s.pool.remove(j)
-			s.learnLocked(j, 0)
-		}
-		s.active--
-		s.idleLocked()
-		s.mu.Unlock()
-	}()
+}
+
+// watchHandoff waits for the end of the process of j, handed off, and
+// frees its slot. The goroutine of j's connection calls it once the
+// connection is closed: one goroutine serves a launch from its request
+// to its command's end.
+func (s *Server) watchHandoff(j *job) {
+	defer s.watchers.Done()
+	waitExit(j.pidfd)
+	j.pidfd.Close()
+	s.mu.Lock()
+	if j.running {
+		s.admitted++
+		s.traceLocked(j, 0, "")
+		s.pool.remove(j)
+		s.learnLocked(j, 0)
+	}
+	s.active--
+	s.idleLocked()
+	s.mu.Unlock()
 }
 
 // wakeLocked arms the timer that admits again at t, unless one is due

@@ -37,6 +37,9 @@ type session struct {
 	in   *connReader
 	peer cred
 	held *job
+	// handedOff is the job whose launcher exec'd its command: the
+	// session watches its process once the connection is closed.
+	handedOff *job
 }
 
 // errWouldBlock: the session's first read found nothing more to read.
@@ -298,9 +301,18 @@ func (ss *session) grantReply(j *job, handoff bool) bool {
 }
 
 // serve serves the connection until it ends, first waiting for the grant
-// of pending, a job start queued.
+// of pending, a job start queued; then, for a job handed off, it waits
+// for the job's process to end.
 func (ss *session) serve(pending *job, handoff bool) {
-	defer ss.end()
+	ss.requests(pending, handoff)
+	ss.end()
+	if j := ss.handedOff; j != nil {
+		ss.s.watchHandoff(j)
+	}
+}
+
+// requests serves the connection's requests until it ends.
+func (ss *session) requests(pending *job, handoff bool) {
 	if pending != nil && !(ss.awaitGrant(pending) && ss.grantReply(pending, handoff)) {
 		return
 	}
@@ -338,9 +350,10 @@ func (ss *session) handle(m launch.Msg) bool {
 			ss.reply(launch.NewMsg("error", "code", "order", "msg", "exec without a handoff grant"))
 			return false
 		}
+		// The exec closes the connection: nothing more is read.
 		s.handoff(ss.held)
-		ss.held = nil
-		return true
+		ss.handedOff, ss.held = ss.held, nil
+		return false
 	case "done":
 		return ss.done(m)
 	case "jobserver":
