@@ -63,7 +63,7 @@
 //     The slot now belongs to the process: the daemon watches its pidfd and
 //     frees the slot when it ends, however it ends.
 //  7. Measured, when the daemon wants the command's peak RSS (an output it
-//     has not seen, one in eight of those it has, or every one when
+//     has not seen, one in 8 to 128 of those it has, or every one when
 //     $NUMASTEAL_MEASURE is 1) or memory is tight: fork the command from
 //     the pinned thread with the same descriptors and process group, wait
 //     with wait4, whose ru_maxrss covers the command and every child it

@@ -130,8 +130,9 @@
 // and freed when the process ends; the connection's goroutine, its
 // requests served, waits on the pidfd. The daemon hands off every job but
 // those it wants measured: an output whose peak RSS it has not learned,
-// and one in eight (remeasureEvery) of those it has, so that the store
-// follows sources that change. A measured job's launcher forks the
+// and a sample of those it has, so that the store follows sources that
+// change: one in 8, and one in up to 128 while re-measures agree with the
+// store within a tenth (remeasure.go). A measured job's launcher forks the
 // command, waits for it and reports its peak RSS. Handed-off jobs count
 // as activity for the idle timeout, like connections.
 //

@@ -57,6 +57,12 @@ func (s *Server) learnLocked(j *job, reportedKiB int64) int64 {
 	if peak <= 0 {
 		return 0
 	}
+	if j.learned && reportedKiB > 0 {
+		// A re-measure: was the store right?
+		if old, ok := s.rss.lookup(j.out); ok {
+			s.remeasure.result(old, reportedKiB<<10)
+		}
+	}
 	s.rss.record(j.out, peak>>10)
 	key := priorKey(j.build, j.kind)
 	p := s.priors[key]

@@ -75,17 +75,19 @@ type Server struct {
 	topo  *topology.Topology
 	start time.Time
 
-	mu       sync.Mutex // guards everything below, and pool and rss
-	pool     pool
-	rss      *rssStore
-	nextID   int64
-	known    int64 // jobs granted with a learned peak, for the re-measure sampling
-	active   int   // connections, and handed-off jobs still running
-	lastIdle time.Time
-	closing  bool
-	trace    *buildgraph.TraceWriter
-	tracks   map[string]int // trace track by name: "cpu N", or a farm host's address
-	admitted int64
+	mu     sync.Mutex // guards everything below, and pool and rss
+	pool   pool
+	rss    *rssStore
+	nextID int64
+	// remeasure is the re-measure sampling of jobs whose peak is known
+	// (remeasure.go).
+	remeasure remeasure
+	active    int // connections, and handed-off jobs still running
+	lastIdle  time.Time
+	closing   bool
+	trace     *buildgraph.TraceWriter
+	tracks    map[string]int // trace track by name: "cpu N", or a farm host's address
+	admitted  int64
 	// wake is the timer that admits again when a farm host comes back up
 	// (pool.wake), due at wakeAt; nil when none is armed.
 	wake   *time.Timer
@@ -422,8 +424,7 @@ func (s *Server) newJob(m launch.Msg, peer int) *job {
 	j.id = s.nextID
 	if b, ok := s.rss.lookup(j.out); ok {
 		j.need, j.learned = b+b/10, true
-		s.known++
-		j.measure = s.known%remeasureEvery == 0
+		j.measure = s.remeasure.next()
 	} else {
 		j.measure = j.out != ""
 		j.need = s.estimateLocked(j)
@@ -491,11 +492,6 @@ func (s *Server) trackLocked(j *job) int {
 	}
 	return tr
 }
-
-// remeasureEvery: one in this many jobs whose peak RSS is known is
-// measured again (no handoff), so that the store follows a build whose
-// sources change.
-const remeasureEvery = 8
 
 // handoff gives j to its process: the launcher execs the command in its
 // own place ("Handoff" in the package documentation), so the slot is
