@@ -9,11 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/topology/cpuset"
@@ -109,11 +106,12 @@ func Run(c Config) int {
 	if err != nil {
 		return direct(err)
 	}
+	fw := newForwarder(in)
 	if host, _ := slot.grant.Get("host"); host != "" {
 		code, retry := 0, true
 		if distcc, ok := findDistcc(prog); ok {
 			runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
-			code, retry = runRemote(in, c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
+			code, retry = runRemote(in, fw, c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
 		} else {
 			slot.conn.Close() // no distcc: the lease goes back unused
 		}
@@ -133,13 +131,13 @@ func Run(c Config) int {
 			return direct(err)
 		}
 	}
-	return runLocal(in, c.Prog, prog, argv, slot, online, stderr)
+	return runLocal(in, fw, c.Prog, prog, argv, slot, online, stderr)
 }
 
 // runLocal runs the command prog argv in the local slot granted: pinned to
 // its CPU, then handed off (exec in the launcher's place) or measured
 // (forked, waited for and reported).
-func runLocal(in inherited, progName, prog string, argv []string, slot *slot, online cpuset.Set, stderr io.Writer) int {
+func runLocal(in inherited, fw *forwarder, progName, prog string, argv []string, slot *slot, online cpuset.Set, stderr io.Writer) int {
 	handoff, _ := slot.grant.Get("handoff")
 	if handoff != "1" || online.Len() >= 2 {
 		// The thread is the command's: it forks it with Pdeathsig (see
@@ -160,7 +158,7 @@ func runLocal(in inherited, progName, prog string, argv []string, slot *slot, on
 		return execDirect(in, progName, prog, argv, env, stderr)
 	}
 	for {
-		ch, err := runChild(in, prog, argv, env, slot.conn)
+		ch, err := runChild(in, fw, prog, argv, env, slot.conn)
 		if err != nil {
 			slot.conn.Close()
 			fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, startError(err))
@@ -242,7 +240,7 @@ const remoteIOTimeout = "120"
 // the launcher's exit status, or retry when distcc failed and the compile
 // must run here. A distcc killed by any other signal (Ctrl-C, make's
 // SIGTERM) kills the launcher likewise.
-func runRemote(in inherited, progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
+func runRemote(in inherited, fw *forwarder, progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
 	env := withEnv(os.Environ(), SlotEnv, s.job)
 	for _, kv := range [...][2]string{
 		{"DISTCC_HOSTS", host}, {"DISTCC_FALLBACK", "0"}, {"DISTCC_SKIP_LOCAL_RETRY", "1"},
@@ -256,7 +254,7 @@ func runRemote(in inherited, progName, distcc string, argv []string, host string
 	if os.Getenv("DISTCC_LOG") == "" {
 		env = withEnv(env, "DISTCC_LOG", os.DevNull)
 	}
-	ch, err := runChild(in, distcc, append([]string{distcc}, argv...), env, s.conn)
+	ch, err := runChild(in, fw, distcc, append([]string{distcc}, argv...), env, s.conn)
 	st, wall := ch.st, ch.wall
 	if err != nil && !ch.started {
 		// Nothing ran: the lease goes back unused, the compile runs here.
@@ -438,101 +436,6 @@ func (a *acquirer) acquire(req Msg) (*slot, error) {
 	return a.wait()
 }
 
-// caught holds the ending signals the launcher receives while it waits
-// for its command. They are caught before the fork, so that none arriving
-// just after it kills the launcher and leaves the command to Pdeathsig's
-// SIGKILL.
-type caught struct{ ch chan os.Signal }
-
-func notifySignals(in inherited) caught {
-	c := caught{make(chan os.Signal, 4)}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM} {
-		// Notify would un-ignore a signal the launcher inherited ignored,
-		// and the command would get its default.
-		if !in.ignoredAt(sig) {
-			signal.Notify(c.ch, sig)
-		}
-	}
-	return c
-}
-
-// forward passes the caught signals to the command until stop, which
-// reports whether any was passed on. A terminal's Ctrl-C reaches both
-// already (one process group), so the command may see SIGINT twice; a
-// signal sent to the launcher alone (make's own kill, a test's) reaches
-// the command only this way.
-func (c caught) forward(p *os.Process) (stop func() (forwarded bool)) {
-	done := make(chan struct{})
-	var n atomic.Int32
-	go func() {
-		for {
-			select {
-			case s := <-c.ch:
-				n.Add(1)
-				p.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() bool {
-		signal.Stop(c.ch)
-		close(done)
-		// A signal caught but not yet forwarded counts too.
-		return n.Load() > 0 || len(c.ch) > 0
-	}
-}
-
-// watchDaemon watches the connection while the command runs, until the
-// returned stop: if the daemon goes away (its end of the connection
-// closes: killed, crashed), it continues the launcher's process group
-// with SIGCONT, since the daemon may have frozen the command (SIGSTOP to
-// the launcher's children, never to the launcher) and no one else would
-// continue it. The group is make's (the launcher keeps its parent's), so
-// other commands of the build that the dead daemon froze go on too; a
-// running process ignores SIGCONT. poll(2) with POLLRDHUP reads nothing,
-// so the daemon's answer to "done" stays for Read.
-func watchDaemon(conn *Conn) (stop func()) {
-	f, ok := conn.c.(*os.File)
-	if !ok {
-		return func() {}
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return func() {}
-	}
-	var fd int
-	rc.Control(func(s uintptr) { fd = int(s) })
-	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
-	if err != nil {
-		return func() {}
-	}
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}, {Fd: int32(wake), Events: unix.POLLIN}}
-		for {
-			_, err := unix.Poll(pfd, -1)
-			if err != nil && err != unix.EINTR {
-				return
-			}
-			if pfd[1].Revents != 0 {
-				return
-			}
-			if pfd[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0 {
-				unix.Kill(0, unix.SIGCONT)
-				return
-			}
-		}
-	}()
-	return func() {
-		unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
-		<-exited
-		unix.Close(wake)
-	}
-}
-
 // dieBySignal ends the launcher by sig, so that its parent sees what it
 // would have seen of the command. For signals whose Go default is not to
 // die by them (SIGQUIT and SIGABRT dump goroutines, SIGUSR1 is ignored) it exits 128+sig instead.
@@ -570,49 +473,4 @@ func localBuild(build string) string {
 		build = "pid-" + strconv.Itoa(os.Getppid())
 	}
 	return build
-}
-
-// child is how a command that runChild ran ended: its state and wall
-// time, whether it started at all (the fork may fail), and whether the
-// launcher passed on a signal of its own to it (the user's Ctrl-C,
-// make's SIGTERM).
-type child struct {
-	st          *os.ProcessState
-	wall        time.Duration
-	started     bool
-	interrupted bool
-}
-
-// runChild forks prog argv with env from the launcher's pinned thread,
-// with its descriptors 0, 1 and 2, Pdeathsig SIGKILL, and the ending
-// signals the launcher receives forwarded, and waits for it. A signal
-// caught before the fork ends the launcher as the signal asks (conn is
-// closed first: nothing ran).
-func runChild(in inherited, prog string, argv, env []string, conn *Conn) (ch child, err error) {
-	signals := notifySignals(in)
-	select {
-	case sig := <-signals.ch:
-		conn.Close()
-		dieBySignal(sig.(syscall.Signal))
-	default:
-	}
-	start := time.Now()
-	undo := in.startMask()
-	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
-		Env:   env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
-	undo()
-	if err != nil {
-		signal.Stop(signals.ch)
-		return child{}, err
-	}
-	stop := signals.forward(proc)
-	unwatch := watchDaemon(conn)
-	ch.st, err = proc.Wait()
-	unwatch()
-	ch.interrupted = stop()
-	ch.wall, ch.started = time.Since(start), true
-	return ch, err
 }
