@@ -397,13 +397,22 @@ func runHelper() int {
 		return fail(err)
 	}
 	dir := os.Getenv("DIR")
-	for i, script := range []string{
-		`echo $$ > "$DIR/main0"; sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`,
-		`echo $$ > "$DIR/main1"; setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`,
-	} {
-		if _, err := s.Start(context.Background(), sh(dir, script)); err != nil {
-			return fail(fmt.Errorf("task %d: %w", i, err))
+	// The first task has a monitor goroutine and is forked from a kept
+	// thread; the second is forked from its own goroutine's thread
+	// (StartHere), which waits for it.
+	if _, err := s.Start(context.Background(), sh(dir, `echo $$ > "$DIR/main0"; sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`)); err != nil {
+		return fail(fmt.Errorf("task 0: %w", err))
+	}
+	started := make(chan error, 1)
+	go func() {
+		task, err := s.StartHere(context.Background(), sh(dir, `echo $$ > "$DIR/main1"; setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`), nil)
+		started <- err
+		if err == nil {
+			task.Monitor()
 		}
+	}()
+	if err := <-started; err != nil {
+		return fail(fmt.Errorf("task 1: %w", err))
 	}
 	tmp := filepath.Join(dir, "spill")
 	if err := os.WriteFile(tmp, []byte("x"), 0o644); err != nil {
@@ -565,7 +574,7 @@ func TestStartAfterClose(t *testing.T) {
 
 // TestPdeathsigWithoutWatchdog: with no watchdog, a SIGKILLed supervisor
 // still takes its direct children along (Pdeathsig from the kept fork
-// thread); its grandchildren survive, as doc.go says, and the test kills
+// thread, and from the thread of a StartHere); its grandchildren survive, as doc.go says, and the test kills
 // them.
 func TestPdeathsigWithoutWatchdog(t *testing.T) {
 	dir := t.TempDir()
@@ -624,4 +633,83 @@ func TestPdeathsigWithoutWatchdog(t *testing.T) {
 	if n := len(liveMarked(prefix)); n == 0 {
 		t.Errorf("no grandchild survived; without a watchdog some should (is a watchdog running?)")
 	}
+}
+
+// StartHere forks from the calling goroutine's thread: a placed child
+// starts with the placement's mask while the thread gets its own back;
+// the blocking wait of its Monitor ends when the child exits, and is
+// interrupted by Terminate, Kill and the end of ctx, each with its cause.
+func TestStartHere(t *testing.T) {
+	all, err := affinity.Allowed()
+	if err != nil {
+		t.Skip(err)
+	}
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		one := cpuset.Of(all.Last())
+		task, err := s.StartHere(context.Background(), sh(dir, "exit 3"), &affinity.Placement{CPUs: one})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := affinity.Allowed(); err != nil || !got.Equal(all) {
+			t.Errorf("the forking thread is allowed %s (%v) after the fork, want %s", got, err, all)
+		}
+		task.Monitor()
+		var ee *exec.ExitError
+		if err := task.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Errorf("Wait: %v, want exit status 3", err)
+		}
+		if task.Cause() != nil {
+			t.Errorf("Cause %v, want nil", task.Cause())
+		}
+		assertNoneLeft(t, task)
+
+		placed, err := s.StartHere(context.Background(), exec.Command("sleep", "1000"), &affinity.Placement{CPUs: one})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cpusAllowed(t, placed.Pid()); got != one.String() {
+			t.Errorf("placed child allowed %s, want %s", got, one)
+		}
+		placed.Kill()
+		placed.Monitor()
+		if !errors.Is(placed.Cause(), ErrKilled) || exitSignal(placed.Wait()) != syscall.SIGKILL {
+			t.Errorf("killed: cause %v, wait %v", placed.Cause(), placed.Wait())
+		}
+
+		ctx, cancel := context.WithCancelCause(context.Background())
+		stop := errors.New("stop")
+		for _, end := range []func(*Task){
+			(*Task).Terminate,
+			(*Task).Kill,
+			func(*Task) { cancel(stop) },
+		} {
+			task, err := s.StartHere(ctx, exec.Command("sleep", "1000"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				end(task) // while Monitor waits, or before
+			}()
+			task.Monitor()
+			<-done
+			switch c := task.Cause(); {
+			case errors.Is(c, ErrTerminated), errors.Is(c, ErrKilled), errors.Is(c, stop):
+			default:
+				t.Errorf("cause %v, want the end's", c)
+			}
+			task.Terminate() // after the end: nothing happens
+			assertNoneLeft(t, task)
+		}
+		if _, err := s.StartHere(context.Background(), exec.Command("true"), &affinity.Placement{}); !errors.Is(err, affinity.ErrEmptySet) {
+			t.Errorf("StartHere with no CPUs: %v, want ErrEmptySet", err)
+		}
+		if _, err := s.StartHere(context.Background(), exec.Command("/nonexistent/program"), nil); err == nil {
+			t.Errorf("StartHere of a missing program: no error")
+		}
+	})
 }
