@@ -219,7 +219,7 @@ func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm
 		merged.Wall = merged.End.Sub(merged.Start)
 		merged.User += pres.User
 		merged.Sys += pres.Sys
-		merged.Worker, merged.CPU, merged.Node, merged.Affinity = pres.Worker, pres.CPU, pres.Node, pres.Affinity
+		merged.CPU, merged.Node, merged.Affinity = pres.CPU, pres.Node, pres.Affinity
 		pres.Close()
 		x.ran.Store(&merged, true)
 		return &merged
