@@ -174,7 +174,7 @@ func (x *farmExec) try(ctx context.Context, b *build, t *buildgraph.Task, cmd pr
 	go func() {
 		defer wg.Done()
 		b.finish(t, x.run(ctx, b, t, c, cmd, lease, pp, pre), 0)
-		b.launchNext(ctx, wg)
+		b.next(ctx, wg, false)
 	}()
 	return true
 }
