@@ -37,9 +37,13 @@
 //     (which wakes that thread and no other) or its context is done (the
 //     caller's context, its timeout, Runner.Close, or the runtime closing
 //     with runtime.Cancel). From the decision to run a command to its
-//     reap, no other goroutine or thread is woken. Runner.Run does all of
-//     it in the caller's goroutine, Queued.Run in the goroutine that calls
-//     it, and Start in a goroutine of its own.
+//     reap, no other goroutine or thread is woken. The waiting thread
+//     holds a Go P in that system call; a program that runs several
+//     processes at once gives Go Ps to spare (numasteal run raises
+//     GOMAXPROCS by its slots), or Go's sysmon takes the Ps back every
+//     20 µs. Runner.Run does all of it in the caller's goroutine,
+//     Queued.Run in the goroutine that calls it, and Start in a goroutine
+//     of its own.
 //  4. Clean-up. Every process of the task is gone and reaped before the
 //     output files are drained into the Result (an fstat each when the
 //     command printed nothing) and emptied for the next task, the slots
