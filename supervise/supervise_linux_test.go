@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -397,22 +398,19 @@ func runHelper() int {
 		return fail(err)
 	}
 	dir := os.Getenv("DIR")
-	// The first task has a monitor goroutine and is forked from a kept
-	// thread; the second is forked from its own goroutine's thread
-	// (StartHere), which waits for it.
-	if _, err := s.Start(context.Background(), sh(dir, `echo $$ > "$DIR/main0"; sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`)); err != nil {
-		return fail(fmt.Errorf("task 0: %w", err))
-	}
-	started := make(chan error, 1)
-	go func() {
-		task, err := s.StartHere(context.Background(), sh(dir, `echo $$ > "$DIR/main1"; setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`), nil)
-		started <- err
-		if err == nil {
-			task.Monitor()
+	for i, script := range []string{
+		`echo $$ > "$DIR/main0"; sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`,
+		`echo $$ > "$DIR/main1"; setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`,
+	} {
+		if os.Getenv(helperHereEnv) != "" {
+			if err := startHereMonitored(s, sh(dir, script)); err != nil {
+				return fail(fmt.Errorf("task %d: %w", i, err))
+			}
+			continue
 		}
-	}()
-	if err := <-started; err != nil {
-		return fail(fmt.Errorf("task 1: %w", err))
+		if _, err := s.Start(context.Background(), sh(dir, script)); err != nil {
+			return fail(fmt.Errorf("task %d: %w", i, err))
+		}
 	}
 	tmp := filepath.Join(dir, "spill")
 	if err := os.WriteFile(tmp, []byte("x"), 0o644); err != nil {
@@ -574,7 +572,7 @@ func TestStartAfterClose(t *testing.T) {
 
 // TestPdeathsigWithoutWatchdog: with no watchdog, a SIGKILLed supervisor
 // still takes its direct children along (Pdeathsig from the kept fork
-// thread, and from the thread of a StartHere); its grandchildren survive, as doc.go says, and the test kills
+// thread); its grandchildren survive, as doc.go says, and the test kills
 // them.
 func TestPdeathsigWithoutWatchdog(t *testing.T) {
 	dir := t.TempDir()
@@ -712,4 +710,85 @@ func TestStartHere(t *testing.T) {
 			t.Errorf("StartHere of a missing program: no error")
 		}
 	})
+}
+
+// helperHereEnv makes runHelper start its tasks with StartHere, each from
+// a goroutine of its own that then monitors it.
+const helperHereEnv = "SUPERVISE_TEST_HELPER_HERE"
+
+// startHereMonitored starts cmd with StartHere in a new goroutine, which
+// then runs the task's Monitor, and returns the start's error.
+func startHereMonitored(s *Supervisor, cmd *exec.Cmd) error {
+	started := make(chan error, 1)
+	go func() {
+		task, err := s.StartHere(context.Background(), cmd, nil)
+		started <- err
+		if err == nil {
+			task.Monitor()
+		}
+	}()
+	return <-started
+}
+
+// TestPdeathsigStartHere is TestPdeathsigWithoutWatchdog with the helper's
+// tasks forked by StartHere: the locked threads that forked them and wait
+// for them give them their Pdeathsig when the helper is SIGKILLed.
+func TestPdeathsigStartHere(t *testing.T) {
+	t.Setenv(helperHereEnv, "1")
+	TestPdeathsigWithoutWatchdog(t)
+}
+
+// TestSupervisorSIGKILLedStartHere is TestSupervisorSIGKILLed with the
+// helper's tasks forked by StartHere.
+func TestSupervisorSIGKILLedStartHere(t *testing.T) {
+	t.Setenv(helperHereEnv, "1")
+	TestSupervisorSIGKILLed(t)
+}
+
+// Tasks started with StartHere at once from goroutines of their own, each
+// ended its own way (it exits, leaves a background job, is terminated
+// before its Monitor runs, is killed while it runs), end whole.
+func TestStartHereStress(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		ways := []struct {
+			script string
+			end    func(*Task) // before Monitor
+		}{
+			{"true", nil},
+			{"sleep 30 & echo left", nil},
+			{"sleep 30", (*Task).Terminate},
+			{"sleep 30", func(task *Task) { go task.Kill() }},
+		}
+		tasks := make([]*Task, 32)
+		inParallel(len(tasks), func(i int) {
+			way := ways[i%len(ways)]
+			task, err := s.StartHere(context.Background(), sh(dir, way.script), nil)
+			if err != nil {
+				t.Errorf("task %d: %v", i, err)
+				return
+			}
+			if tasks[i] = task; way.end != nil {
+				way.end(task)
+			}
+			task.Monitor()
+		})
+		for _, task := range tasks {
+			if task != nil {
+				assertNoneLeft(t, task)
+			}
+		}
+	})
+}
+
+// inParallel calls f(0) to f(n-1), each in a goroutine of its own, and
+// returns when all have returned.
+func inParallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
 }
