@@ -174,7 +174,7 @@ func (x *farmExec) try(ctx context.Context, b *build, t *buildgraph.Task, cmd pr
 	go func() {
 		defer wg.Done()
 		b.finish(t, x.run(ctx, b, t, c, cmd, lease, pp, pre), 0)
-		b.launchNext(ctx, wg)
+		b.next(ctx, wg, false)
 	}()
 	return true
 }
@@ -219,7 +219,7 @@ func (x *farmExec) run(ctx context.Context, b *build, t *buildgraph.Task, c farm
 		merged.Wall = merged.End.Sub(merged.Start)
 		merged.User += pres.User
 		merged.Sys += pres.Sys
-		merged.Worker, merged.CPU, merged.Node, merged.Affinity = pres.Worker, pres.CPU, pres.Node, pres.Affinity
+		merged.CPU, merged.Node, merged.Affinity = pres.CPU, pres.Node, pres.Affinity
 		pres.Close()
 		x.ran.Store(&merged, true)
 		return &merged

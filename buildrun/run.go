@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/buildgraph"
+	"github.com/numasteal/numasteal/farm/compile"
 	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
@@ -263,18 +264,17 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	b.report.Start, b.report.Slots = b.start, pcfg.Slots
 
 	stopTicker := b.tick()
+	// The ready tasks are handed out here first, and then by the goroutine
+	// of each task that ends, as it ends (next): only an ending task makes
+	// others ready or gives back the slots and memory they wait for. So a
+	// task's goroutine goes on to run the next task itself, and no other
+	// goroutine is woken between a task's end and its successor's fork.
+	// Once no task runs, nothing is left to hand out.
 	var wg sync.WaitGroup
-	for {
-		t, err := sched.Acquire(ctx)
-		if err != nil {
-			if !errors.Is(err, buildgraph.ErrNoMoreTasks) {
-				sched.Cancel() // ctx is done
-			}
-			break
-		}
-		b.admit(ctx, t, &wg)
-	}
+	stopCancel := context.AfterFunc(ctx, sched.Cancel)
+	b.handOut(ctx, &wg, false)
 	wg.Wait()
+	stopCancel()
 	runner.Close()
 	fx.close()
 	stopTicker()
@@ -324,6 +324,7 @@ type build struct {
 	// 0 means no bound (the scheduler's slots bound them).
 	window int
 
+	handMu   sync.Mutex         // serialises handOut, so tasks reach the runner in scheduling order
 	admitMu  sync.Mutex         // guards queued and inRunner
 	queued   []*buildgraph.Task // handed out, waiting for the window; FIFO
 	inRunner int
@@ -335,24 +336,61 @@ type build struct {
 	doneTasks int
 }
 
+// handOut passes every task the scheduler has ready on (admit), in
+// scheduling order. With keep, the first one that is a local task
+// launched at once is not given a goroutine: it is returned, queued, for
+// the calling goroutine to run next (nil when there is none). When ctx is
+// done it cancels the schedule instead.
+func (b *build) handOut(ctx context.Context, wg *sync.WaitGroup, keep bool) (kept *local) {
+	b.handMu.Lock()
+	defer b.handMu.Unlock()
+	for {
+		if ctx.Err() != nil {
+			b.sched.Cancel()
+			return kept
+		}
+		t, ok := b.sched.Next()
+		if !ok {
+			return kept
+		}
+		if l := b.admit(ctx, t, wg, keep && kept == nil); l != nil {
+			kept = l
+		}
+	}
+}
+
 // admit passes t, just handed out by the scheduler, to the runner, or
 // queues it behind the others while the window is full. Tasks reach the
-// runner in the order they were handed out either way.
-func (b *build) admit(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGroup) {
+// runner in the order they were handed out either way. With keep, it
+// returns t, queued, as launch does.
+func (b *build) admit(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGroup, keep bool) *local {
 	b.admitMu.Lock()
 	if b.window > 0 && (b.inRunner >= b.window || len(b.queued) > 0) {
 		b.queued = append(b.queued, t)
 		b.admitMu.Unlock()
-		return
+		return nil
 	}
 	b.inRunner++
 	b.admitMu.Unlock()
-	b.launch(ctx, t, wg)
+	return b.launch(ctx, t, wg, keep)
+}
+
+// local is a local task queued to run in a task's goroutine: on the
+// runner (q), or, with Options.Memory, in the memory gate's line (w).
+type local struct {
+	t    *buildgraph.Task
+	q    *proc.Queued
+	cmd  proc.Command
+	kind compile.Kind
+	w    *memWaiter
 }
 
 // launch starts t on the runner (or the farm) in a goroutine counted in
-// wg, which reports it and then passes on the next queued task.
-func (b *build) launch(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGroup) {
+// wg, which reports it and then goes on with what its end allows (chain).
+// A local task is queued now (on the runner, or the memory gate); with
+// keep, it gets no goroutine of its own: launch returns it for the
+// caller, a task's goroutine, to run next. Otherwise it returns nil.
+func (b *build) launch(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGroup, keep bool) *local {
 	if b.opts.Started != nil {
 		b.mu.Lock()
 		b.opts.Started(t)
@@ -360,47 +398,73 @@ func (b *build) launch(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGro
 	}
 	cmd := command(t, b.environ, b.opts.Timeout)
 	if b.farm != nil && b.farm.try(ctx, b, t, cmd, wg) {
-		return
+		return nil
 	}
+	l := &local{t: t}
 	if b.mem == nil {
-		p := b.runner.Start(ctx, cmd)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res := p.Wait()
-			b.finish(t, res, res.MaxRSS)
-			b.launchNext(ctx, wg)
-		}()
-		return
+		l.q = b.runner.Queue(ctx, cmd)
+	} else {
+		l.cmd = cmd
+		l.kind, l.w = b.queueLocal(t, cmd)
 	}
-	kind, w := b.queueLocal(t, cmd)
+	if keep {
+		return l
+	}
 	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		res, peak := b.runLocal(ctx, t, cmd, kind, w)
-		b.finish(t, res, peak)
-		b.launchNext(ctx, wg)
-	}()
+	go b.chain(ctx, l, wg)
+	return nil
+}
+
+// chain is the goroutine of local tasks: it runs l, reports it, and runs
+// the next task its end hands out, until there is none. The caller has
+// counted it in wg.
+func (b *build) chain(ctx context.Context, l *local, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for l != nil {
+		var res *proc.Result
+		var peak int64
+		if l.q != nil {
+			res = l.q.Run()
+			peak = res.MaxRSS
+		} else {
+			res, peak = b.runLocal(ctx, l.t, l.cmd, l.kind, l.w)
+		}
+		b.finish(l.t, res, peak)
+		l = b.next(ctx, wg, true)
+	}
+}
+
+// next passes on what the end of a task allows, once it is reported: the
+// first task queued for the window, then every task the scheduler has
+// ready. With keep, the first local task among them is returned to the
+// caller to run, as handOut does. The caller is counted in wg.
+func (b *build) next(ctx context.Context, wg *sync.WaitGroup, keep bool) *local {
+	l := b.launchNext(ctx, wg, keep)
+	if l2 := b.handOut(ctx, wg, keep && l == nil); l == nil {
+		return l2
+	}
+	return l
 }
 
 // launchNext passes the first queued task to the runner, once a task that
-// was there has finished. The caller is counted in wg.
-func (b *build) launchNext(ctx context.Context, wg *sync.WaitGroup) {
+// was there has finished, and returns it as launch does with keep. The
+// caller is counted in wg.
+func (b *build) launchNext(ctx context.Context, wg *sync.WaitGroup, keep bool) *local {
 	if b.window == 0 {
-		return
+		return nil
 	}
 	b.admitMu.Lock()
 	b.inRunner--
 	if len(b.queued) == 0 {
 		b.admitMu.Unlock()
-		return
+		return nil
 	}
 	t := b.queued[0]
 	b.queued[0] = nil
 	b.queued = b.queued[1:]
 	b.inRunner++
 	b.admitMu.Unlock()
-	b.launch(ctx, t, wg)
+	return b.launch(ctx, t, wg, keep)
 }
 
 // finish records a task's process result, and the most it held in

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -437,4 +438,72 @@ func TestStartedAndRunnerCallbacks(t *testing.T) {
 	if seen["start b"] < seen["end a"] {
 		t.Errorf("b started before a ended: %q", events)
 	}
+}
+
+// Layers of tasks, each task depending on every task of the layer before:
+// the end of a layer's last task makes a whole layer ready at once, after
+// the goroutines of the layer's other tasks found nothing to run next and
+// ended. Every task runs once, after its dependencies, within the slots.
+func TestRunLayersHandOut(t *testing.T) {
+	rt := newRuntime(t)
+	const layers, width = 5, 6
+	var b strings.Builder
+	b.WriteString(`{"tasks": [`)
+	for l := range layers {
+		for i := range width {
+			if l+i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"id": "l%di%d", "cmd": ["true"]`, l, i)
+			if l > 0 {
+				b.WriteString(`, "deps": [`)
+				for j := range width {
+					if j > 0 {
+						b.WriteString(",")
+					}
+					fmt.Fprintf(&b, `"l%di%d"`, l-1, j)
+				}
+				b.WriteString("]")
+			}
+			b.WriteString("}")
+		}
+	}
+	b.WriteString("]}")
+	g := parse(t, b.String())
+	for _, slots := range []int{0, 1, 2, 3} {
+		t.Run("slots="+strconv.Itoa(slots), func(t *testing.T) {
+			var started []string
+			rep, err := Run(context.Background(), rt, g, opts(Options{Slots: slots, KeepOutput: true,
+				Started: func(t *buildgraph.Task) { started = append(started, t.ID) }}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rep.Close()
+			if !rep.OK() {
+				t.Fatalf("outcomes %v", outcomes(rep))
+			}
+			if len(started) != layers*width {
+				t.Errorf("%d tasks started, want %d", len(started), layers*width)
+			}
+			byID := map[string]TaskResult{}
+			for _, tr := range rep.Tasks {
+				byID[tr.Task.ID] = tr
+			}
+			for _, tr := range rep.Tasks {
+				for _, d := range tr.Task.Deps {
+					if tr.Proc.Start.Before(byID[d].Proc.End) {
+						t.Errorf("%s started before its dependency %s ended", tr.Task.ID, d)
+					}
+				}
+			}
+			limit := slots
+			if slots == 0 {
+				limit = rt.Workers()
+			}
+			if n := maxOverlap(rep.Tasks, func(TaskResult) int { return 1 }); n > limit {
+				t.Errorf("%d processes at once, limit %d", n, limit)
+			}
+		})
+	}
+	requireNoChildren(t)
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // BenchmarkProcessTrue measures a whole process task for /bin/true:
-// admission, placement, fork on a worker, wait, group kill and reap.
+// admission, placement, the fork and wait in the caller's goroutine,
+// group kill and reap.
 // Compare with BenchmarkExecTrue, plain os/exec.
 func BenchmarkProcessTrue(b *testing.B) {
 	b.ReportAllocs()

@@ -10,33 +10,40 @@
 // Outcome (succeeded, failed or canceled, as a Go task's), exit status,
 // signal, CPU times and the captured output. Package runtime stays Go
 // tasks only; proc uses its exported seams: Runtime.Place and
-// Runtime.Load for the placement, Runtime.Pinned and Ctx.CPU for the
-// affinity, and a task injected into a Runtime.Group for the fork.
+// Runtime.Load for the placement, and Runtime.Pinned for the affinity.
 //
 // # The life of a process task
 //
-//  1. Admission. Start queues the request for its slots (slotSem) at
-//     once, so requests are served in the order Start was called. Slots
-//     bound how many processes run at once; they are not workers, so a
-//     worker never sits blocked on a child. Config.Admit is passed next.
-//  2. Fork. A Go task injected into the runtime picks the CPU at that
-//     moment (pickCPU) and starts the command as a task of the runner's
-//     supervise.Supervisor, confined to that CPU (or its node) from its
-//     first instruction: it forks from the Supervisor's kept thread
-//     pinned to that CPU (or one narrowed to the node's CPUs for the
-//     fork; supervise.StartUnmonitored). The child's stdin is /dev/null,
-//     opened once per runner, and its stdout and stderr are two files of
-//     the runner's (captures): no pipe, no goroutine copying output. A
-//     program name is looked up in PATH once per runner. The worker then
-//     goes back to other Go tasks.
+//  1. Admission. Start (or Queue) queues the request for its slots
+//     (slotSem) at once, so requests are served in the order they were
+//     made. Slots bound how many processes run at once; they are not
+//     workers, so a worker never sits blocked on a child. Config.Admit is
+//     passed next.
+//  2. Fork. The task's own goroutine, not a worker, picks the CPU at that
+//     moment (pickCPU, from the CPU it runs on) and starts the command as
+//     a task of the runner's supervise.Supervisor from its own thread
+//     (supervise.StartHere), confined to that CPU (or its node) from its
+//     first instruction: the thread is narrowed to the set for the fork.
+//     The thread stays locked to the goroutine until the child is reaped,
+//     so the child's Pdeathsig fires only if this process dies. The
+//     child's stdin is /dev/null, opened once per runner, and its stdout
+//     and stderr are two files of the runner's (captures): no pipe, no
+//     goroutine copying output. A program name is looked up in PATH once
+//     per runner.
 //  3. Wait. Command.Started, when set, is given the supervised task (to
-//     watch its memory, to stop it). The task's own goroutine, not a
-//     worker, is its supervisor's monitor (supervise.Task.Monitor): it
-//     waits for the main child's exit in Go's poller, burning no CPU, and
-//     ends the task when it exits or its context is done (the caller's
-//     context, its timeout, Runner.Close, or the runtime closing with
-//     runtime.Cancel). Runner.Run does all of it in the caller's
-//     goroutine; Start in a goroutine of its own.
+//     watch its memory, to stop it). The same goroutine is its
+//     supervisor's monitor (supervise.Task.Monitor): its thread sleeps in
+//     poll(2) on the child's pidfd, burning no CPU, until the child exits
+//     (which wakes that thread and no other) or its context is done (the
+//     caller's context, its timeout, Runner.Close, or the runtime closing
+//     with runtime.Cancel). From the decision to run a command to its
+//     reap, no other goroutine or thread is woken. The waiting thread
+//     holds a Go P in that system call; a program that runs several
+//     processes at once gives Go Ps to spare (numasteal run raises
+//     GOMAXPROCS by its slots), or Go's sysmon takes the Ps back every
+//     20 µs. Runner.Run does all of it in the caller's goroutine,
+//     Queued.Run in the goroutine that calls it, and Start in a goroutine
+//     of its own.
 //  4. Clean-up. Every process of the task is gone and reaped before the
 //     output files are drained into the Result (an fstat each when the
 //     command printed nothing) and emptied for the next task, the slots

@@ -1,21 +1,26 @@
 package proc
 
 import (
+	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/balance"
-	"github.com/numasteal/numasteal/runtime"
 )
 
 // pickCPU is the placement of a process task, decided at fork time by the
-// task x that runs the fork: the runtime's balancing policy places it
-// (balance.PlaceExec; for Hierarchical the find_idlest_cpu walk from x's
-// CPU), seeing as each CPU's load the processes this runner runs there
-// plus the Go tasks queued on its worker. It returns a worker's CPU.
+// goroutine that forks it: the runtime's balancing policy places it
+// (balance.PlaceExec; for Hierarchical the find_idlest_cpu walk from the
+// CPU the goroutine runs on), seeing as each CPU's load the processes this
+// runner runs there plus the Go tasks queued on its worker. It returns a
+// worker's CPU.
 //
 // The runtime's own Load sees only Go tasks: a CPU busy with a compiler
 // whose worker is parked looks idle to it, so every process would land
 // where the fork ran. Hence the runner's own Load.
-func (r *Runner) pickCPU(x *runtime.Ctx) int {
-	return r.rt.Place(x.CPU(), balance.PlaceExec, (*processLoad)(r))
+func (r *Runner) pickCPU() int {
+	from, _, err := affinity.CurrentCPU()
+	if err != nil {
+		from = -1 // the runtime starts from each worker's CPU in turn
+	}
+	return r.rt.Place(from, balance.PlaceExec, (*processLoad)(r))
 }
 
 // processLoad is the balance.Load of process placement: per CPU, the

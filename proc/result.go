@@ -56,12 +56,11 @@ type Result struct {
 	// Pid is the command's process id (also its process group id), -1 when
 	// it never started.
 	Pid int
-	// Worker is the id of the worker that forked it; CPU and Node are where
-	// the placement put it (-1 when it never started; with PinNone the CPU
-	// it was counted on, not confined to); Affinity is the mask it started
-	// with (empty with PinNone).
-	Worker, CPU, Node int
-	Affinity          cpuset.Set
+	// CPU and Node are where the placement put it (-1 when it never
+	// started; with PinNone the CPU it was counted on, not confined to);
+	// Affinity is the mask it started with (empty with PinNone).
+	CPU, Node int
+	Affinity  cpuset.Set
 
 	// Start and End bound the process's life (fork to reap); zero when it
 	// never started. Wall is End-Start; User and Sys are its CPU times from

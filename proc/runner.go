@@ -263,11 +263,38 @@ func (r *Runner) Start(ctx context.Context, cmd Command) *Process {
 // Run is Start followed by Wait, with the task's life in the calling
 // goroutine.
 func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
+	return r.Queue(ctx, cmd).Run()
+}
+
+// Queued is a process task queued for its slots by Queue, whose life
+// runs in the goroutine that calls its Run.
+type Queued struct {
+	r   *Runner
+	ctx context.Context
+	cmd Command
+	n   int
+	w   *slotWaiter // nil when the runner was closed
+	p   *Process
+}
+
+// Queue queues cmd for its slots now, as Start does (calls start in call
+// order), and returns the task without running it: Run runs its life in
+// the calling goroutine, which a caller that has a goroutine for the task
+// anyway (and reports the result there) spares the one Start makes. Run
+// must be called exactly once; until then the task holds its place in the
+// queue, and Close waits for it.
+func (r *Runner) Queue(ctx context.Context, cmd Command) *Queued {
 	p, n, w := r.begin(ctx, cmd)
-	if w != nil {
-		r.run(ctx, cmd, n, w, p)
+	return &Queued{r: r, ctx: ctx, cmd: cmd, n: n, w: w, p: p}
+}
+
+// Run waits for the task's slots, forks it and waits for it, all in the
+// calling goroutine, and returns its result.
+func (q *Queued) Run() *Result {
+	if q.w != nil {
+		q.r.run(q.ctx, q.cmd, q.n, q.w, q.p)
 	}
-	return p.result
+	return q.p.result
 }
 
 // begin makes the task's Process and queues it for n slots (w); w is nil
@@ -275,7 +302,7 @@ func (r *Runner) Run(ctx context.Context, cmd Command) *Result {
 func (r *Runner) begin(ctx context.Context, cmd Command) (p *Process, n int, w *slotWaiter) {
 	p = &Process{done: make(chan struct{})}
 	res := &Result{
-		Args: cmd.Args, CPU: -1, Worker: -1, Pid: -1, ExitCode: -1,
+		Args: cmd.Args, CPU: -1, Pid: -1, ExitCode: -1,
 		Stdout: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath, &r.bufs),
 		Stderr: newOutput(r.cfg.OutputLimit, r.cfg.SpillDir, r.sup.TempPath, &r.bufs),
 	}
@@ -375,47 +402,28 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		defer r.caps.drain(capt, res.Stdout, res.Stderr)
 	}
 
-	// The fork runs as a runtime task of a group under tctx.
-	var (
-		c     *exec.Cmd
-		st    *supervise.Task
-		cpu   = -1
-		start time.Time
-	)
-	g := r.rt.Group(tctx)
-	g.SetName("proc") // the fork task, in profiles: group=proc kind=go
-	g.Go(func(x *runtime.Ctx) error {
-		if fctx := x.Context(); fctx.Err() != nil {
-			return context.Cause(fctx)
-		}
-		cpu = r.pickCPU(x)
-		// Counted now, so the next pick sees it.
-		shared := r.running[cpu].Add(1) > 1
-		c = r.command(cmd, res, capt)
-		start = time.Now()
-		if r.cfg.Prepare != nil {
-			if err := r.cfg.Prepare(c); err != nil {
-				res.Err = fmt.Errorf("proc: preparing %s: %w", commandName(cmd.Args), err)
-				return nil
-			}
-		}
-		st, res.Err = r.fork(pctx, x, c, cpu, shared, res)
-		return nil
-	})
-	gerr := g.Wait()
-	if c == nil {
-		// Never forked: canceled before the fork task ran.
-		if gerr == nil {
-			gerr = context.Canceled
-		}
-		res.Outcome, res.Err = Canceled, gerr
+	// The fork: in this goroutine, from its own thread, which then waits
+	// for the child (supervise.StartHere), so that no other goroutine or
+	// thread is woken between the decision and the reap.
+	if tctx.Err() != nil {
+		res.Outcome, res.Err = Canceled, context.Cause(tctx)
 		return
+	}
+	cpu := r.pickCPU()
+	// Counted now, so the next pick sees it.
+	shared := r.running[cpu].Add(1) > 1
+	c := r.command(cmd, res, capt)
+	start := time.Now()
+	var st *supervise.Task
+	if r.cfg.Prepare != nil {
+		if err := r.cfg.Prepare(c); err != nil {
+			res.Err = fmt.Errorf("proc: preparing %s: %w", commandName(cmd.Args), err)
+		}
+	}
+	if res.Err == nil {
+		st, res.Err = r.fork(pctx, c, cpu, shared, res)
 	}
 	defer r.running[cpu].Add(-1)
-	if gerr != nil && st == nil {
-		res.Outcome, res.Err = Canceled, gerr
-		return
-	}
 	if res.Err != nil {
 		// The program could not be started: the task's failure.
 		res.Outcome = Failed
@@ -473,12 +481,13 @@ func (r *Runner) command(cmd Command, res *Result, capt *capture) *exec.Cmd {
 // fork starts c as a task of the Supervisor, on CPU cpu (or its node);
 // shared says that the CPU already runs another of the runner's processes,
 // which turns PinCPU into the node's CPUs. The child is confined from its
-// first instruction: the Supervisor's kept fork thread is narrowed to the
-// set for the fork (supervise.StartPlaced). The task ends when ctx is done.
-func (r *Runner) fork(ctx context.Context, x *runtime.Ctx, c *exec.Cmd, cpu int, shared bool, res *Result) (*supervise.Task, error) {
+// first instruction: the calling goroutine's thread is narrowed to the set
+// for the fork (supervise.StartHere), and the caller must then call the
+// task's Monitor. The task ends when ctx is done.
+func (r *Runner) fork(ctx context.Context, c *exec.Cmd, cpu int, shared bool, res *Result) (*supervise.Task, error) {
 	topo := r.rt.Topology()
 	node := topo.NodeOf(cpu)
-	res.Worker, res.CPU, res.Node = x.Worker(), cpu, node
+	res.CPU, res.Node = cpu, node
 	pin := r.pin
 	if pin == PinCPU && shared {
 		pin = PinNode
@@ -494,8 +503,8 @@ func (r *Runner) fork(ctx context.Context, x *runtime.Ctx, c *exec.Cmd, cpu int,
 			set = cpuset.Of(cpu)
 		}
 	case PinNone:
-		return r.sup.StartUnmonitored(ctx, c, nil)
+		return r.sup.StartHere(ctx, c, nil)
 	}
 	res.Affinity = set
-	return r.sup.StartUnmonitored(ctx, c, &affinity.Placement{CPUs: set})
+	return r.sup.StartHere(ctx, c, &affinity.Placement{CPUs: set})
 }

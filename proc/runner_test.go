@@ -731,3 +731,25 @@ func TestProcessStartedHook(t *testing.T) {
 		t.Errorf("Started called %v for a command that could not start (%v)", called, res.Outcome)
 	}
 }
+
+// Queue takes the task's place in the slot queue at once: a task queued
+// second and run first waits until the first has its slots, and each
+// task's life runs in the goroutine that calls Run.
+func TestProcessQueueOrder(t *testing.T) {
+	rt := newTestRuntime(t, runtime.Config{})
+	r := newTestRunner(t, rt, Config{Slots: 1})
+	first := r.Queue(context.Background(), Command{Args: sh("sleep 0.05")})
+	second := r.Queue(context.Background(), Command{Args: []string{"true"}})
+	got := make(chan *Result)
+	go func() { got <- second.Run() }()
+	a := first.Run()
+	b := <-got
+	defer a.Close()
+	defer b.Close()
+	if !a.Success() || !b.Success() {
+		t.Fatalf("first %v, second %v", a.Err, b.Err)
+	}
+	if b.Start.Before(a.End) {
+		t.Errorf("the second task started at %v, before the first ended at %v", b.Start, a.End)
+	}
+}

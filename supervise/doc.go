@@ -48,10 +48,11 @@
 // is reaped its pid, and so the group's id, cannot be reused: the monitor
 // waits for its exit through a pidfd (pidfd_open, PIDFD_NONBLOCK) in Go's
 // poller, where it parks like a goroutine reading a socket (a read
-// deadline interrupts it for ctx, Terminate and Kill; where pidfds do not
-// work, a goroutine blocks in waitid), peeks at it with
-// waitid(WNOWAIT), ends the rest, and only then lets exec.Cmd.Wait reap
-// it. This is ninja's kill(-pid) and the runtime's
+// deadline interrupts it for ctx, Terminate and Kill), or, for a task
+// started by StartHere, in poll(2) on its own locked thread, the pidfd
+// beside an eventfd that interrupts it (where pidfds do not work, a
+// goroutine blocks in waitid); it peeks at it with waitid(WNOWAIT), ends
+// the rest, and only then lets exec.Cmd.Wait reap it. This is ninja's kill(-pid) and the runtime's
 // existing process runner. It misses setsid and `set -m` children.
 //
 // The marker. Every task's environment gets NUMASTEAL_SUPERVISOR=RUN.N
@@ -100,7 +101,10 @@
 // (which would hide the others) the pass ends, and the pass that owned
 // zombie's monitor makes once it has reaped it sees past it. Starts
 // register their child under a lock the pass takes exclusively, so a pass
-// never sees an unregistered child of ours. The reaper does not listen for
+// never sees an unregistered child of ours; a task's pass that finds
+// starts holding that lock (a fork and exec takes hundreds of
+// microseconds) is made by the last of them as it lets go, before that
+// start returns, so no monitor waits for another task's fork. The reaper does not listen for
 // SIGCHLD: every main child's exit would wake Go's signal goroutine and
 // the reaper's, two wake-ups per task for a pass the task's monitor makes
 // anyway, while an orphan's zombie (a pid and a task struct) may as well
@@ -129,7 +133,7 @@
 // exec.Cmd.Wait reaps the main child, a reaper pass reaps what was
 // reparented here, the task's cgroup is kept for the next task or
 // removed, and Done closes. The monitor is a goroutine of the task's, or,
-// for StartUnmonitored, the caller's own (Task.Monitor).
+// for StartUnmonitored and StartHere, the caller's own (Task.Monitor).
 //
 // # Parent death
 //
@@ -137,21 +141,36 @@
 // that forked it exits, not the process, and Go decides when its threads
 // end (a goroutine that exits while locked to its thread ends it): a child
 // forked from an ordinary goroutine gets the signal mid-run whenever the
-// runtime happens to end that thread. So every task is forked from one of a
-// few goroutines (Options.ForkThreads, default one) that lock their OS
-// thread for the Supervisor's lifetime and never unlock it; Pdeathsig =
-// SIGKILL is then safe, and covers the direct children on any death of
-// this process. Handing the fork to a kept thread costs a channel round
-// trip, within the noise of a fork and exec (BenchmarkStartKeptThread
-// against BenchmarkStartPlain: about 0.6 ms each for /bin/true on the
-// machine measured). The kept thread is ours alone, so StartPlaced narrows
-// its CPU mask (and memory policy) to the placement for the fork and puts
-// it back after, where affinity.StartPlaced has to borrow a fresh runtime
-// thread and, for a memory policy, let it die; the child inherits both
-// from its first instruction either way. Narrowing a running thread's mask
-// to another CPU migrates it, so a start placed on a single CPU goes to a
+// runtime happens to end that thread. So every task is forked from a
+// thread that outlives its child: one of a few goroutines
+// (Options.ForkThreads, default one) that lock their OS thread for the
+// Supervisor's lifetime and never unlock it, or, with StartHere, the
+// caller's own thread, locked from the fork until the child is reaped
+// (Task.Monitor returns). Pdeathsig = SIGKILL is then safe, and covers the
+// direct children on any death of this process.
+//
+// Handing the fork to a kept thread costs a channel round trip, within
+// the noise of a fork and exec (BenchmarkStartKeptThread against
+// BenchmarkStartPlain: about 0.6 ms each for /bin/true on the machine
+// measured), but it wakes the kept thread and parks it again for every
+// fork. The kept thread is ours alone, so StartPlaced narrows its CPU
+// mask (and memory policy) to the placement for the fork and puts it back
+// after, where affinity.StartPlaced has to borrow a fresh runtime thread
+// and, for a memory policy, let it die; the child inherits both from its
+// first instruction either way. Narrowing a running thread's mask to
+// another CPU migrates it, so a start placed on a single CPU goes to a
 // kept thread pinned to that CPU for the Supervisor's life instead (made
 // at the first such start): no sched_setaffinity per task.
+//
+// StartHere wakes no other thread: the caller's thread forks, then sleeps
+// in poll(2) on the child's pidfd, and the child's exit wakes it, as
+// make's waitpid does (Go leaves the P of a thread in a system call alone
+// while another P is idle). It narrows its own thread's mask for a placed
+// fork and restores it right after (a sched_setaffinity each, and a
+// migration when the CPU is another), and takes a memory policy to a kept
+// thread. A goroutine that waits for its child anyway (a process task's)
+// pays for the lock only if it blocks in Go's scheduler before the reap:
+// its thread then parks and hands its P on.
 //
 // The watchdog. Pdeathsig does not reach grandchildren, nor remove temp
 // files, cgroup directories, or give back jobserver tokens. With

@@ -59,7 +59,46 @@ func (s *Supervisor) reapLoop() {
 // (children) and try each unowned one.
 func (s *Supervisor) reapPass() int {
 	s.forkMu.Lock()
-	defer s.forkMu.Unlock()
+	n := s.reapLocked()
+	s.forkMu.Unlock()
+	s.reapWanted()
+	return n
+}
+
+// reapSoon is the pass a task's monitor makes once it has reaped its main
+// child: at once, or, while a start holds forkMu for its fork (hundreds of
+// microseconds for a vfork and exec), by the last holder of forkMu as it
+// lets go (reapWanted), so that the monitor never waits for another
+// task's fork. Either way the pass begins after the call, and, when it was
+// handed on, before the start holding forkMu returns. With no start in
+// flight, the monitor waits for a pass that holds forkMu and makes its
+// own, so a lone task's orphans are reaped before it is done.
+func (s *Supervisor) reapSoon() {
+	s.passWanted.Store(true)
+	if s.forksInFlight.Load() == 0 {
+		s.forkMu.Lock()
+		if s.passWanted.Swap(false) {
+			s.reapLocked()
+		}
+		s.forkMu.Unlock()
+	}
+	s.reapWanted()
+}
+
+// reapWanted makes the pass reapSoon asked for, when forkMu is free; when
+// it is not, its holder calls reapWanted after letting go. Every holder
+// of forkMu calls it after unlocking.
+func (s *Supervisor) reapWanted() {
+	for s.passWanted.Load() && s.forkMu.TryLock() {
+		if s.passWanted.Swap(false) {
+			s.reapLocked()
+		}
+		s.forkMu.Unlock()
+	}
+}
+
+// reapLocked is reapPass with forkMu held exclusively.
+func (s *Supervisor) reapLocked() int {
 	reaped := 0
 	for {
 		pid, ok := peekExited()

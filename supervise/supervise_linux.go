@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -37,7 +39,11 @@ type Supervisor struct {
 	// forkMu is held shared by each start from the fork to the
 	// registration of the child in direct, and exclusively by a reaper
 	// pass, so the reaper never sees a direct child it does not know yet.
-	forkMu sync.RWMutex
+	// forksInFlight counts the starts holding it; passWanted is a pass
+	// asked for by reapSoon and not begun yet.
+	forkMu        sync.RWMutex
+	forksInFlight atomic.Int32
+	passWanted    atomic.Bool
 
 	mu     sync.Mutex
 	direct map[int]bool       // children whose exit status an exec.Cmd waits for
@@ -179,7 +185,7 @@ type Task struct {
 // SIGKILL) with Cause context.Cause(ctx). Do not call cmd.Wait: the
 // Supervisor does, and Task.Wait returns its error.
 func (s *Supervisor) Start(ctx context.Context, cmd *exec.Cmd) (*Task, error) {
-	return s.start(ctx, cmd, nil, true)
+	return s.start(ctx, cmd, nil, monitored)
 }
 
 // StartPlaced is Start with the child confined to p from its first
@@ -189,7 +195,7 @@ func (s *Supervisor) StartPlaced(ctx context.Context, cmd *exec.Cmd, p affinity.
 	if p.CPUs.IsEmpty() {
 		return nil, fmt.Errorf("supervise: StartPlaced: %w", affinity.ErrEmptySet)
 	}
-	return s.start(ctx, cmd, &p, true)
+	return s.start(ctx, cmd, &p, monitored)
 }
 
 // StartUnmonitored is Start (p nil) or StartPlaced for a caller that has
@@ -203,8 +209,42 @@ func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *aff
 	if p != nil && p.CPUs.IsEmpty() {
 		return nil, fmt.Errorf("supervise: StartUnmonitored: %w", affinity.ErrEmptySet)
 	}
-	return s.start(ctx, cmd, p, false)
+	return s.start(ctx, cmd, p, unmonitored)
 }
+
+// StartHere is StartUnmonitored with the child forked from the calling
+// goroutine's own thread rather than handed to a kept fork thread: the
+// goroutine is locked to its thread (runtime.LockOSThread) from the fork
+// until Task.Monitor returns, so that the thread, whose exit would send
+// the child its Pdeathsig, lives at least as long as the child. For a
+// placement the thread's CPU mask is narrowed to p's CPUs for the fork and
+// restored right after (the child keeps the narrow one). The same
+// goroutine must then call Task.Monitor, which waits for the child's exit
+// in a system call of this thread (poll(2) on a pidfd), so the exit wakes
+// this thread and no other. A task process's goroutine does it all: no
+// hand-off to another thread or goroutine between deciding to run a
+// command, forking it, and reaping it, as with make.
+//
+// A placement with a memory policy goes to a kept fork thread, as with
+// StartUnmonitored, and so does every start where pidfds do not work.
+func (s *Supervisor) StartHere(ctx context.Context, cmd *exec.Cmd, p *affinity.Placement) (*Task, error) {
+	if p != nil && p.CPUs.IsEmpty() {
+		return nil, fmt.Errorf("supervise: StartHere: %w", affinity.ErrEmptySet)
+	}
+	if p != nil && p.Mem != nil {
+		return s.start(ctx, cmd, p, unmonitored)
+	}
+	return s.start(ctx, cmd, p, here)
+}
+
+// startMode is how start forks and who monitors the task.
+type startMode uint8
+
+const (
+	monitored   startMode = iota // a kept fork thread; a monitor goroutine
+	unmonitored                  // a kept fork thread; Task.Monitor
+	here                         // the caller's thread, locked; Task.Monitor
+)
 
 // Monitor runs the monitor of a task started by StartUnmonitored in the
 // calling goroutine and returns once the task is Done. It panics when
@@ -218,7 +258,7 @@ func (t *Task) Monitor() {
 	m()
 }
 
-func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.Placement, monitor bool) (*Task, error) {
+func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.Placement, mode startMode) (*Task, error) {
 	if ctx == nil {
 		panic("supervise: Start: nil context")
 	}
@@ -270,8 +310,17 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	}
 	cmd.SysProcAttr = attr
 
+	if mode == here {
+		runtime.LockOSThread()
+	}
 	s.forkMu.RLock()
-	err := s.forker.start(cmd, place)
+	s.forksInFlight.Add(1)
+	var err error
+	if mode == here {
+		err = startHere(cmd, place)
+	} else {
+		err = s.forker.start(cmd, place)
+	}
 	if err == nil {
 		t.pid = cmd.Process.Pid
 		s.mu.Lock()
@@ -279,7 +328,9 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 		s.live[t] = struct{}{}
 		s.mu.Unlock()
 	}
+	s.forksInFlight.Add(-1)
 	s.forkMu.RUnlock()
+	s.reapWanted()
 	if err != nil {
 		if t.tcg != nil {
 			if perr := s.cg.put(t.tcg, 10*time.Second); perr != nil {
@@ -287,15 +338,51 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 			}
 		}
 		s.wg.Done()
+		if mode == here {
+			runtime.UnlockOSThread()
+		}
 		return nil, fmt.Errorf("supervise: starting %s: %w", cmd.Path, err)
 	}
-	t.exit = watchExit(t.pid)
-	if monitor {
+	switch mode {
+	case monitored:
+		t.exit = watchExit(t.pid)
 		go s.monitor(ctx, t)
-	} else {
+	case unmonitored:
+		t.exit = watchExit(t.pid)
 		t.monitor = func() { s.monitor(ctx, t) }
+	case here:
+		if t.exit = watchExitHere(t.pid); t.exit == nil {
+			t.exit = watchExit(t.pid)
+		}
+		t.monitor = func() {
+			s.monitor(ctx, t)
+			runtime.UnlockOSThread() // the child is reaped
+		}
 	}
 	return t, nil
+}
+
+// startHere starts cmd from the calling thread, which the caller has
+// locked, narrowed to place's CPUs for the fork when place is not nil.
+func startHere(cmd *exec.Cmd, place *affinity.Placement) error {
+	if place == nil {
+		return cmd.Start()
+	}
+	mask, err := affinity.Allowed()
+	if err != nil {
+		return fmt.Errorf("supervise: reading the thread's CPU mask: %w", err)
+	}
+	if err := affinity.PinThread(place.CPUs); err != nil {
+		return fmt.Errorf("supervise: placing the child: %w", err)
+	}
+	err = cmd.Start()
+	if affinity.PinThread(mask) != nil {
+		// A thread that cannot be put back must not serve other
+		// goroutines: one more lock keeps it locked after the task's
+		// unlock, so the runtime ends it when its goroutine exits.
+		runtime.LockOSThread()
+	}
+	return err
 }
 
 // withoutMarker returns env without any MarkerEnv entry (a supervisor that
@@ -424,7 +511,7 @@ func (s *Supervisor) monitor(ctx context.Context, t *Task) {
 	delete(s.live, t)
 	s.mu.Unlock()
 	if s.mech.Subreaper {
-		s.reapPass()
+		s.reapSoon()
 	}
 	t.cgMu.Lock()
 	tc := t.tcg

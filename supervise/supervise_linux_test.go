@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -401,6 +402,12 @@ func runHelper() int {
 		`echo $$ > "$DIR/main0"; sh -c 'sh -c "touch \"\$DIR/deep\"; sleep 1000" & wait' & wait`,
 		`echo $$ > "$DIR/main1"; setsid sh -c 'touch "$DIR/escaped"; exec sleep 1000' & wait`,
 	} {
+		if os.Getenv(helperHereEnv) != "" {
+			if err := startHereMonitored(s, sh(dir, script)); err != nil {
+				return fail(fmt.Errorf("task %d: %w", i, err))
+			}
+			continue
+		}
 		if _, err := s.Start(context.Background(), sh(dir, script)); err != nil {
 			return fail(fmt.Errorf("task %d: %w", i, err))
 		}
@@ -624,4 +631,164 @@ func TestPdeathsigWithoutWatchdog(t *testing.T) {
 	if n := len(liveMarked(prefix)); n == 0 {
 		t.Errorf("no grandchild survived; without a watchdog some should (is a watchdog running?)")
 	}
+}
+
+// StartHere forks from the calling goroutine's thread: a placed child
+// starts with the placement's mask while the thread gets its own back;
+// the blocking wait of its Monitor ends when the child exits, and is
+// interrupted by Terminate, Kill and the end of ctx, each with its cause.
+func TestStartHere(t *testing.T) {
+	all, err := affinity.Allowed()
+	if err != nil {
+		t.Skip(err)
+	}
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		one := cpuset.Of(all.Last())
+		task, err := s.StartHere(context.Background(), sh(dir, "exit 3"), &affinity.Placement{CPUs: one})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := affinity.Allowed(); err != nil || !got.Equal(all) {
+			t.Errorf("the forking thread is allowed %s (%v) after the fork, want %s", got, err, all)
+		}
+		task.Monitor()
+		var ee *exec.ExitError
+		if err := task.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Errorf("Wait: %v, want exit status 3", err)
+		}
+		if task.Cause() != nil {
+			t.Errorf("Cause %v, want nil", task.Cause())
+		}
+		assertNoneLeft(t, task)
+
+		placed, err := s.StartHere(context.Background(), exec.Command("sleep", "1000"), &affinity.Placement{CPUs: one})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cpusAllowed(t, placed.Pid()); got != one.String() {
+			t.Errorf("placed child allowed %s, want %s", got, one)
+		}
+		placed.Kill()
+		placed.Monitor()
+		if !errors.Is(placed.Cause(), ErrKilled) || exitSignal(placed.Wait()) != syscall.SIGKILL {
+			t.Errorf("killed: cause %v, wait %v", placed.Cause(), placed.Wait())
+		}
+
+		ctx, cancel := context.WithCancelCause(context.Background())
+		stop := errors.New("stop")
+		for _, end := range []func(*Task){
+			(*Task).Terminate,
+			(*Task).Kill,
+			func(*Task) { cancel(stop) },
+		} {
+			task, err := s.StartHere(ctx, exec.Command("sleep", "1000"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				end(task) // while Monitor waits, or before
+			}()
+			task.Monitor()
+			<-done
+			switch c := task.Cause(); {
+			case errors.Is(c, ErrTerminated), errors.Is(c, ErrKilled), errors.Is(c, stop):
+			default:
+				t.Errorf("cause %v, want the end's", c)
+			}
+			task.Terminate() // after the end: nothing happens
+			assertNoneLeft(t, task)
+		}
+		if _, err := s.StartHere(context.Background(), exec.Command("true"), &affinity.Placement{}); !errors.Is(err, affinity.ErrEmptySet) {
+			t.Errorf("StartHere with no CPUs: %v, want ErrEmptySet", err)
+		}
+		if _, err := s.StartHere(context.Background(), exec.Command("/nonexistent/program"), nil); err == nil {
+			t.Errorf("StartHere of a missing program: no error")
+		}
+	})
+}
+
+// helperHereEnv makes runHelper start its tasks with StartHere, each from
+// a goroutine of its own that then monitors it.
+const helperHereEnv = "SUPERVISE_TEST_HELPER_HERE"
+
+// startHereMonitored starts cmd with StartHere in a new goroutine, which
+// then runs the task's Monitor, and returns the start's error.
+func startHereMonitored(s *Supervisor, cmd *exec.Cmd) error {
+	started := make(chan error, 1)
+	go func() {
+		task, err := s.StartHere(context.Background(), cmd, nil)
+		started <- err
+		if err == nil {
+			task.Monitor()
+		}
+	}()
+	return <-started
+}
+
+// TestPdeathsigStartHere is TestPdeathsigWithoutWatchdog with the helper's
+// tasks forked by StartHere: the locked threads that forked them and wait
+// for them give them their Pdeathsig when the helper is SIGKILLed.
+func TestPdeathsigStartHere(t *testing.T) {
+	t.Setenv(helperHereEnv, "1")
+	TestPdeathsigWithoutWatchdog(t)
+}
+
+// TestSupervisorSIGKILLedStartHere is TestSupervisorSIGKILLed with the
+// helper's tasks forked by StartHere.
+func TestSupervisorSIGKILLedStartHere(t *testing.T) {
+	t.Setenv(helperHereEnv, "1")
+	TestSupervisorSIGKILLed(t)
+}
+
+// Tasks started with StartHere at once from goroutines of their own, each
+// ended its own way (it exits, leaves a background job, is terminated
+// before its Monitor runs, is killed while it runs), end whole.
+func TestStartHereStress(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		o.Subreaper = true
+		s := newSup(t, o)
+		dir := t.TempDir()
+		ways := []struct {
+			script string
+			end    func(*Task) // before Monitor
+		}{
+			{"true", nil},
+			{"sleep 30 & echo left", nil},
+			{"sleep 30", (*Task).Terminate},
+			{"sleep 30", func(task *Task) { go task.Kill() }},
+		}
+		tasks := make([]*Task, 32)
+		inParallel(len(tasks), func(i int) {
+			way := ways[i%len(ways)]
+			task, err := s.StartHere(context.Background(), sh(dir, way.script), nil)
+			if err != nil {
+				t.Errorf("task %d: %v", i, err)
+				return
+			}
+			if tasks[i] = task; way.end != nil {
+				way.end(task)
+			}
+			task.Monitor()
+		})
+		for _, task := range tasks {
+			if task != nil {
+				assertNoneLeft(t, task)
+			}
+		}
+	})
+}
+
+// inParallel calls f(0) to f(n-1), each in a goroutine of its own, and
+// returns when all have returned.
+func inParallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
 }

@@ -46,6 +46,11 @@ func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *aff
 	return nil, ErrUnsupported
 }
 
+// StartHere is unsupported here; see the Linux documentation.
+func (s *Supervisor) StartHere(ctx context.Context, cmd *exec.Cmd, p *affinity.Placement) (*Task, error) {
+	return nil, ErrUnsupported
+}
+
 // Monitor is unsupported here; see the Linux documentation.
 func (t *Task) Monitor() {}
 
