@@ -28,21 +28,54 @@ func isBuildTool(comm string) bool {
 // parent, named the same way. The answer
 // for a parent is cached, keyed by its pid and start time, so the
 // launchers of one make cost two reads of /proc/PID/stat each, not a walk
-// of the tree. A Builds is safe for concurrent use.
+// of the tree; with the parent's pid from the launcher (OfParent), on the
+// live /proc of Linux, a parent seen before costs a poll(2) of a pidfd
+// kept while it lives, and no read. A Builds is safe for concurrent use;
+// Close releases its pidfds.
 type Builds struct {
-	proc  string
-	mu    sync.Mutex
-	cache map[string]string // "PID-STARTTIME" of a parent: its build
-	roots map[string]string // "PID-STARTTIME" of a registered root: its build
+	proc    string
+	live    bool // proc is the system's /proc: pidfds name its processes
+	mu      sync.Mutex
+	cache   map[string]string // "PID-STARTTIME" of a parent: its build
+	roots   map[string]string // "PID-STARTTIME" of a registered root: its build
+	parents map[int]parentBuild
 }
 
-// buildsCacheMax bounds Builds' cache; it is emptied when full.
-const buildsCacheMax = 4096
+// parentBuild is the build of the launchers of a live parent, held with
+// a pidfd of that parent: while the pidfd is not readable the process
+// lives, so the pid is still its own.
+type parentBuild struct {
+	id    string
+	pidfd int
+}
+
+// buildsCacheMax bounds Builds' cache, buildsParentsMax its pidfds; each
+// is emptied when full.
+const (
+	buildsCacheMax   = 4096
+	buildsParentsMax = 256
+)
 
 // NewBuilds returns a Builds reading the process tree under proc
 // ("/proc").
 func NewBuilds(proc string) *Builds {
-	return &Builds{proc: proc, cache: make(map[string]string), roots: make(map[string]string)}
+	return &Builds{proc: proc, live: proc == "/proc", cache: make(map[string]string),
+		roots: make(map[string]string), parents: make(map[int]parentBuild)}
+}
+
+// Close releases the pidfds b holds; b still answers, reading /proc.
+func (b *Builds) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dropParentsLocked()
+	return nil
+}
+
+func (b *Builds) dropParentsLocked() {
+	for _, p := range b.parents {
+		closePidfd(p.pidfd)
+	}
+	clear(b.parents)
 }
 
 // AddRoot makes process pid the root of a build named "name-PID-START":
@@ -60,6 +93,7 @@ func (b *Builds) AddRoot(pid int, name string) (id string, ok bool) {
 	b.mu.Lock()
 	b.roots[key] = id
 	clear(b.cache) // a cached answer may name a build above the new root
+	b.dropParentsLocked()
 	b.mu.Unlock()
 	return id, true
 }
@@ -74,6 +108,7 @@ func (b *Builds) RemoveRoot(id string) {
 		}
 	}
 	clear(b.cache)
+	b.dropParentsLocked()
 }
 
 // root returns the build of the registered root "PID-START", if any.
@@ -95,14 +130,67 @@ func (b *Builds) Of(pid int) string {
 	if err != nil {
 		return ""
 	}
-	key := strconv.Itoa(st.ppid) + "-" + parent.start
+	return b.ofStat(st.ppid, parent)
+}
+
+// OfParent returns the build of a launcher whose parent is ppid, as the
+// launcher says (getppid(2)): what Of returns, without reading the
+// launcher's stat, and for a parent seen before while it lives, without
+// reading anything (see Builds).
+func (b *Builds) OfParent(ppid int) string {
+	if ppid <= 1 {
+		return ""
+	}
+	if b.live {
+		b.mu.Lock()
+		p, ok := b.parents[ppid]
+		if ok && pidfdAlive(p.pidfd) {
+			b.mu.Unlock()
+			return p.id
+		}
+		if ok {
+			closePidfd(p.pidfd)
+			delete(b.parents, ppid)
+		}
+		b.mu.Unlock()
+	}
+	fd := -1
+	if b.live {
+		fd = openPidfd(ppid) // before the stat: alive after it, the stat was of this process
+	}
+	parent, err := readStat(b.proc, ppid)
+	if err != nil {
+		closePidfd(fd)
+		return ""
+	}
+	id := b.ofStat(ppid, parent)
+	if fd < 0 {
+		return id
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.parents[ppid]; ok || !pidfdAlive(fd) {
+		closePidfd(fd)
+		return id
+	}
+	if len(b.parents) >= buildsParentsMax {
+		b.dropParentsLocked()
+	}
+	b.parents[ppid] = parentBuild{id: id, pidfd: fd}
+	return id
+}
+
+// ofStat returns the build of the launchers of parent ppid, whose stat
+// is st.
+func (b *Builds) ofStat(ppid int, st procStat) string {
+	key := strconv.Itoa(ppid) + "-" + st.start
 	b.mu.Lock()
 	id, ok := b.cache[key]
 	b.mu.Unlock()
 	if ok {
 		return id
 	}
-	id = b.idFrom(st.ppid, parent)
+	id = b.idFrom(ppid, st)
 	b.mu.Lock()
 	if len(b.cache) >= buildsCacheMax {
 		clear(b.cache)

@@ -3,6 +3,7 @@ package launch
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -79,5 +80,44 @@ func TestBuildProcess(t *testing.T) {
 		if ok != tc.ok || gone != tc.gone {
 			t.Errorf("%s: ok %v gone %v, want %v %v", tc.id, ok, gone, tc.ok, tc.gone)
 		}
+	}
+}
+
+// TestBuildsOfParent: with the parent's pid from the launcher the build
+// is Of's; on the live /proc a parent's answer is kept with a pidfd while
+// it lives, and a parent that has ended names no build.
+func TestBuildsOfParent(t *testing.T) {
+	proc := t.TempDir()
+	writeStat(t, proc, 5, "make", 2, 200)
+	writeStat(t, proc, 10, "sh", 5, 400)
+	writeStat(t, proc, 20, "numasteal-launc", 10, 500)
+	b := NewBuilds(proc)
+	if got, want := b.OfParent(10), b.Of(20); got != want || got != "make-5-200" {
+		t.Errorf("OfParent %q, Of %q; want make-5-200", got, want)
+	}
+	if got := b.OfParent(1); got != "" {
+		t.Errorf("parent init: %q, want \"\"", got)
+	}
+
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	live := NewBuilds("/proc")
+	defer live.Close()
+	if got, want := live.OfParent(os.Getppid()), live.Of(os.Getpid()); got != want || got == "" {
+		t.Errorf("this test's parent: OfParent %q, Of %q", got, want)
+	}
+	parent := exec.Command("sleep", "60")
+	if err := parent.Start(); err != nil {
+		t.Skipf("sleep: %v", err)
+	}
+	id := live.OfParent(parent.Process.Pid)
+	if id == "" || id != live.OfParent(parent.Process.Pid) {
+		t.Fatalf("a live parent: %q, then another answer", id)
+	}
+	parent.Process.Kill()
+	parent.Wait()
+	if got := live.OfParent(parent.Process.Pid); got != "" {
+		t.Errorf("a parent that has ended: %q, want \"\"", got)
 	}
 }

@@ -20,7 +20,8 @@
 //     already held. Asking for a second slot while holding one could
 //     deadlock a full pool. NUMASTEAL_LAUNCH=off does the same.
 //  3. Connect and send "acquire" (kind, output file; the build when
-//     $NUMASTEAL_BUILD names it; remote when the command may run on a
+//     $NUMASTEAL_BUILD names it, else the parent's pid, from which the
+//     daemon names it; remote when the command may run on a
 //     compile farm host: a compile distcc's hosts can take, by
 //     farm/compile.Parse, with distcc in PATH); the reply "grant" comes
 //     when the daemon admits the job. The request needs only the command
@@ -164,7 +165,7 @@
 //
 // One line per message, "ns1 VERB key=value ...", values %XX-escaped
 // (proto.go). The launcher sends "acquire kind= out= pid= cmd= handoff=1
-// [build=] [measure=1] [remote=1 | local=1]" and waits for "grant job= cpu= node=
+// [build= | ppid=] [measure=1] [remote=1 | local=1]" and waits for "grant job= cpu= node=
 // mem_kib= [handoff=1] [retry=N]", or, for remote=1 with a farm host free, "grant
 // job= host=" (a DISTCC_HOSTS entry, never with handoff); then either
 // sends "exec" and execs the command, or runs it and sends "done rss_kib=

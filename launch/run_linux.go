@@ -61,6 +61,9 @@ func Run(c Config) int {
 		"cmd", filepath.Base(c.Args[0]), "handoff", "1")
 	if build != "" {
 		req.Fields = append(req.Fields, Field{Key: "build", Value: build})
+	} else {
+		// The daemon names the build from the parent (Builds.OfParent).
+		req.Fields = append(req.Fields, Field{Key: "ppid", Value: strconv.Itoa(os.Getppid())})
 	}
 	if os.Getenv(MeasureEnv) == "1" {
 		req.Fields = append(req.Fields, Field{Key: "measure", Value: "1"})

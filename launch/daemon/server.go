@@ -318,6 +318,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	s.builds.Close()
 	s.lock.Close()
 	return err
 }

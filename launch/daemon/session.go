@@ -208,7 +208,13 @@ func (ss *session) acquire(m launch.Msg) (j *job, ok bool) {
 	s := ss.s
 	derived := false
 	if b, _ := m.Get("build"); b == "" {
-		m.Fields = append(m.Fields, launch.Field{Key: "build", Value: s.builds.Of(ss.peer.pid)})
+		var build string
+		if ppid, ok := m.Int("ppid"); ok {
+			build = s.builds.OfParent(int(ppid))
+		} else {
+			build = s.builds.Of(ss.peer.pid)
+		}
+		m.Fields = append(m.Fields, launch.Field{Key: "build", Value: build})
 		derived = true
 	}
 	j = s.newJob(m, ss.peer.pid)
