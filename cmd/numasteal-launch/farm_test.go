@@ -43,11 +43,17 @@ func TestFarmMake(t *testing.T) {
 	e, dir := farmEnv(t, shared, d.Spec()), project(t, 8)
 	out := run(t, e.cmd(dir, "make", "-j4", "CC="+e.launcher()+" gcc"))
 	checkBuilt(t, e, dir, "prog", 10, out)
-	hs := e.hosts()
+	// The launcher does not wait for the answer to its "done": the
+	// daemon may count a job a moment after its launcher exits.
+	var hs []daemon.HostStatus
+	poll(t, "the daemon to count the remote jobs", func() bool {
+		hs = e.hosts()
+		return len(hs) != 1 || hs[0].Running == 0
+	})
 	if len(hs) != 1 {
 		t.Fatalf("status lists %d farm hosts, want 1: %+v", len(hs), hs)
 	}
-	logged := d.Count(t, "COMPILE_OK")
+	logged := d.WaitCount(t, "COMPILE_OK", hs[0].Jobs)
 	t.Logf("host %+v; distccd logged %d compiles", hs[0], logged)
 	if hs[0].Jobs == 0 || hs[0].Jobs != logged || hs[0].Failures != 0 || hs[0].Running != 0 {
 		t.Errorf("farm host %+v, distccd logged %d compiles: want some, the same number, no failures", hs[0], logged)
@@ -158,7 +164,7 @@ func TestFarmCompileError(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "undeclared") {
 		t.Errorf("failing compile: exit %d, want gcc's 1 with its diagnostics:\n%s", code, out)
 	}
-	if n := d.Count(t, "COMPILE_ERROR"); n != 1 {
+	if n := d.WaitCount(t, "COMPILE_ERROR", 1); n != 1 {
 		t.Errorf("distccd ran the failing compile %d times, want 1", n)
 	}
 	if code, out := compile("good.c"); code != 0 {
@@ -177,7 +183,7 @@ func TestFarmCompileError(t *testing.T) {
 	if len(hs) != 1 || hs[0].Jobs != 1 || hs[0].Failures != 0 || hs[0].Down {
 		t.Errorf("farm hosts %+v: want one with the good compile, no failures", hs)
 	}
-	if n := d.Count(t, "COMPILE_OK"); n != 1 {
+	if n := d.WaitCount(t, "COMPILE_OK", 1); n != 1 {
 		t.Errorf("distccd compiled %d, want 1", n)
 	}
 }

@@ -67,7 +67,9 @@ type Daemon struct {
 func (d *Daemon) Spec() string { return fmt.Sprintf("127.0.0.1:%d/%d", d.Port, d.Slots) }
 
 // Count returns how many lines of the daemon's log hold word
-// (COMPILE_OK, COMPILE_ERROR).
+// (COMPILE_OK, COMPILE_ERROR) now. distccd logs a job after it has sent
+// the client its answer, so a job whose client has exited may not be
+// there yet: WaitCount waits for it.
 func (d *Daemon) Count(t testing.TB, word string) int {
 	t.Helper()
 	b, err := os.ReadFile(d.Log)
@@ -75,6 +77,24 @@ func (d *Daemon) Count(t testing.TB, word string) int {
 		t.Fatalf("distccd log: %v", err)
 	}
 	return strings.Count(string(b), word)
+}
+
+// WaitCount waits until the daemon's log holds at least n lines with word,
+// for the jobs whose clients have ended, and returns the count then; it
+// fails the test when they are not there within a minute.
+func (d *Daemon) WaitCount(t testing.TB, word string, n int) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c := d.Count(t, word)
+		if c >= n {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("distccd logged %d %s within a minute, want %d", c, word, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Start starts n distccd daemons on free loopback ports, each allowing
