@@ -33,6 +33,18 @@ func (e *env) hosts() []daemon.HostStatus {
 	return st.Hosts
 }
 
+// settledHosts returns the daemon's farm hosts once the one host runs no
+// job: the launcher does not wait for the answer to its "done", so the
+// daemon may count a job a moment after its launcher has exited.
+func (e *env) settledHosts() []daemon.HostStatus {
+	var hs []daemon.HostStatus
+	poll(e.t, "the daemon to count the remote jobs", func() bool {
+		hs = e.hosts()
+		return len(hs) != 1 || hs[0].Running == 0
+	})
+	return hs
+}
+
 // TestFarmMake: a make build with one local slot sends compiles to a real
 // distccd and builds; the daemon's count of the host's jobs is distccd's,
 // every job is done once, and the link stays local.
@@ -43,13 +55,7 @@ func TestFarmMake(t *testing.T) {
 	e, dir := farmEnv(t, shared, d.Spec()), project(t, 8)
 	out := run(t, e.cmd(dir, "make", "-j4", "CC="+e.launcher()+" gcc"))
 	checkBuilt(t, e, dir, "prog", 10, out)
-	// The launcher does not wait for the answer to its "done": the
-	// daemon may count a job a moment after its launcher exits.
-	var hs []daemon.HostStatus
-	poll(t, "the daemon to count the remote jobs", func() bool {
-		hs = e.hosts()
-		return len(hs) != 1 || hs[0].Running == 0
-	})
+	hs := e.settledHosts()
 	if len(hs) != 1 {
 		t.Fatalf("status lists %d farm hosts, want 1: %+v", len(hs), hs)
 	}
@@ -173,13 +179,7 @@ func TestFarmCompileError(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "good.o")); err != nil {
 		t.Error(err)
 	}
-	// The launcher does not wait for the answer to its "done": the
-	// daemon may count the job a moment after the launcher exits.
-	var hs []daemon.HostStatus
-	poll(t, "the daemon to count the remote job", func() bool {
-		hs = e.hosts()
-		return len(hs) != 1 || hs[0].Running == 0
-	})
+	hs := e.settledHosts()
 	if len(hs) != 1 || hs[0].Jobs != 1 || hs[0].Failures != 0 || hs[0].Down {
 		t.Errorf("farm hosts %+v: want one with the good compile, no failures", hs)
 	}

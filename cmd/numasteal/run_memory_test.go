@@ -21,6 +21,7 @@ import (
 
 	"github.com/numasteal/numasteal/buildrun"
 	"github.com/numasteal/numasteal/internal/memtest"
+	"github.com/numasteal/numasteal/internal/procstat"
 )
 
 // memProject is a make project of memhog compiles in a directory of its
@@ -104,15 +105,17 @@ func numastealInGroup(t *testing.T, g *memtest.Group, dir string, args ...string
 // it the test says so and leaves that OOM kill out.
 func shieldFromOOM(t *testing.T, pid int) bool {
 	t.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	b, err := procstat.Read("/proc", pid, nil)
 	if err != nil {
 		t.Fatalf("reading the compile's parent: %v", err)
 	}
-	// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	ppid, err := strconv.Atoi(f[1])
+	st, err := procstat.Parse(b)
 	if err != nil {
-		t.Fatalf("the compile's parent in %q: %v", stat, err)
+		t.Fatal(err)
+	}
+	ppid, err := st.Int(4)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, p := range []int{ppid, pid} {
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p), []byte("-1000"), 0); err != nil {
