@@ -21,7 +21,6 @@ import (
 
 	"github.com/numasteal/numasteal/buildrun"
 	"github.com/numasteal/numasteal/internal/memtest"
-	"github.com/numasteal/numasteal/internal/procstat"
 )
 
 // memProject is a make project of memhog compiles in a directory of its
@@ -94,36 +93,6 @@ func numastealInGroup(t *testing.T, g *memtest.Group, dir string, args ...string
 	c := exec.Command(os.Args[0], append([]string{"-test.run=TestJobserverHelperProcess", "--", "run", "--progress", "none"}, args...)...)
 	c.Env = append(os.Environ(), envCLI+"=1")
 	return runInGroup(t, g, dir, c)
-}
-
-// shieldFromOOM sets oom_score_adj -1000 on the compile pid and on its
-// parent (numasteal), so that the OOM kills of a program too big for the
-// group that the test starts next take that program and nothing else: a
-// victim the kernel cannot reap at once (oom_reaper gives up on an mm it
-// cannot lock) lets a second OOM kill of the group take the next largest
-// process, numasteal. Lowering the score needs CAP_SYS_RESOURCE; without
-// it the test says so and leaves that OOM kill out.
-func shieldFromOOM(t *testing.T, pid int) bool {
-	t.Helper()
-	b, err := procstat.Read("/proc", pid, nil)
-	if err != nil {
-		t.Fatalf("reading the compile's parent: %v", err)
-	}
-	st, err := procstat.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ppid, err := st.Int(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []int{ppid, pid} {
-		if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p), []byte("-1000"), 0); err != nil {
-			t.Logf("no OOM kill beside the signal: cannot shield pid %d from the OOM killer: %v", p, err)
-			return false
-		}
-	}
-	return true
 }
 
 // memoryLine returns the counters of the summary's memory line.
@@ -380,18 +349,33 @@ func TestRunMemoryUserKillNotRetried(t *testing.T) {
 		t.Errorf("--timeout: %d OOM retries, want 0", retries)
 	}
 
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	// attempt runs the build, kills its compile with sig and returns the
+	// run, after an OOM kill of another program in the group when big.
+	// It reports whether the kernel took numasteal as a further victim
+	// of that OOM: a victim the kernel cannot reap at once (oom_reaper
+	// gives up on an mm it cannot lock) lets a second OOM kill in the
+	// group take the next largest process, numasteal, about one run in
+	// ten on a cgroup v1 host. The test cannot keep the kernel from
+	// choosing numasteal (lowering oom_score_adj needs CAP_SYS_RESOURCE),
+	// so such a run is told apart by its count and made again.
+	seen := map[int]bool{}
+	attempt := func(sig syscall.Signal, big bool) (ranInGroup, bool) {
 		done := make(chan ranInGroup, 1)
 		go func() { done <- numastealInGroup(t, g, p.src, "--history", "", p.cmds) }()
 		// The compile is the one process running this test's memhog (on
-		// cgroup v2 it is in a task cgroup below the group).
+		// cgroup v2 it is in a task cgroup below the group) that an
+		// earlier attempt did not start.
 		var pid int
 		deadline := time.Now().Add(2 * time.Minute)
 		for pid == 0 {
 			ents, _ := os.ReadDir("/proc")
 			for _, e := range ents {
+				n, err := strconv.Atoi(e.Name())
+				if err != nil || seen[n] {
+					continue
+				}
 				if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe == p.memhog {
-					pid, _ = strconv.Atoi(e.Name())
+					pid = n
 				}
 			}
 			if time.Now().After(deadline) {
@@ -399,17 +383,27 @@ func TestRunMemoryUserKillNotRetried(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if sig == syscall.SIGTERM && shieldFromOOM(t, pid) {
+		seen[pid] = true
+		kills := g.OOMKills()
+		if big {
 			// A program too big for the group is OOM-killed meanwhile.
-			kills := g.OOMKills()
-			big := writeFile(t, p.dir, "big.c", "/* memhog mem=800 ms=100 */\n")
-			runInGroup(t, g, p.dir, exec.Command(p.memhog, big, "-o", filepath.Join(p.dir, "big.o")))
+			src := writeFile(t, p.dir, "big.c", "/* memhog mem=800 ms=100 */\n")
+			runInGroup(t, g, p.dir, exec.Command(p.memhog, src, "-o", filepath.Join(p.dir, "big.o")))
 			if g.OOMKills() == kills {
 				t.Fatal("the program too big for the group was not OOM-killed")
 			}
 		}
 		syscall.Kill(pid, sig)
 		r := <-done
+		return r, big && r.code == -1 && g.OOMKills() > kills+1
+	}
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		r, oomVictim := attempt(sig, sig == syscall.SIGTERM)
+		for try := 2; oomVictim && try <= 3; try++ {
+			t.Logf("%v: the OOM kill in the group also took numasteal; attempt %d", sig, try)
+			r, oomVictim = attempt(sig, true)
+		}
 		want := fmt.Sprintf("killed by signal %d", int(sig))
 		if r.code != exitFail || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "OOM-killed") {
 			t.Errorf("%v: exit %d, want %d and %q\n%s", sig, r.code, exitFail, want, r.stderr)
