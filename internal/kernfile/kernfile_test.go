@@ -29,3 +29,21 @@ func TestRead(t *testing.T) {
 		t.Errorf("Read of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	if err := os.WriteFile(name, []byte("old value"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(name, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	// Like a kernel file, the value is written at the start, in place.
+	if got, _ := os.ReadFile(name); string(got) != "new value" {
+		t.Errorf("after Write: %q, want %q", got, "new value")
+	}
+	if err := Write(filepath.Join(dir, "missing"), []byte("x")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Write of a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
