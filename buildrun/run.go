@@ -12,6 +12,7 @@ import (
 
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/farm/compile"
+	"github.com/numasteal/numasteal/internal/oomscore"
 	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
@@ -198,9 +199,11 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	}
 	// One Supervisor for the local and the farm runner: its reaper reaps
 	// the children of this process that it did not start, so two would
-	// reap each other's.
+	// reap each other's. Its tasks are the OOM killer's choice before
+	// this process: an OOM-killed compile runs again (memory.go), a
+	// killed scheduler ends the build.
 	if pcfg.Supervisor == nil {
-		sup, err := supervise.New(supervise.Options{Grace: pcfg.Grace, Subreaper: pcfg.Subreaper})
+		sup, err := supervise.New(supervise.Options{Grace: pcfg.Grace, Subreaper: pcfg.Subreaper, OOMScoreAdj: oomscore.Task})
 		if err != nil {
 			return nil, fmt.Errorf("buildrun: %w", err)
 		}

@@ -55,7 +55,11 @@
 //     machine of one node the granted CPU is the daemon's count of its
 //     slots, and the command runs where the kernel puts it: pinned, it
 //     could not leave a CPU that work outside the daemon keeps busy, nor
-//     start the compiler driver's children on another CPU.
+//     start the compiler driver's children on another CPU. Raise the
+//     launcher's oom_score_adj to 500 (internal/oomscore; kept across
+//     fork and exec, never lowered): when memory runs out, the kernel's
+//     OOM killer takes the command, which runs again, before make or the
+//     daemon, whose death ends the build or every build.
 //  6. Handoff, the usual case: when the grant says "handoff", send "exec"
 //     and exec the command in the launcher's place. The command is then
 //     the very process make started: its pid, descriptors 0, 1 and 2 and

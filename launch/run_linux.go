@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/internal/oomscore"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -152,6 +153,8 @@ func runLocal(in inherited, fw *forwarder, progName, prog string, argv []string,
 	}
 	pin(slot.grant, online)
 	preferNode(slot.grant, online)
+	// A failure costs only the choice of the OOM killer's victim.
+	_, _ = oomscore.Raise(0, oomscore.Task)
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
 	if handoff == "1" {
 		// The daemon watches this process from now on; the exec closes

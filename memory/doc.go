@@ -82,4 +82,10 @@
 // SIGKILL from elsewhere while an unrelated process is OOM-killed passes
 // for an OOM kill; a job's rerun is safe only for jobs that rewrite their
 // output (compiles, links), which is the owner's to know.
+//
+// The owners make their jobs the kernel's first choice: a job's process
+// runs at an oom_score_adj of 500 (internal/oomscore; raising needs no
+// privilege), which outweighs half the limit of the group that ran out,
+// so the OOM killer takes a compile, which runs again, before the owner
+// (numasteal run, the daemon) or make, whose death ends the build.
 package memory

@@ -57,6 +57,14 @@ type Options struct {
 	// by the watchdog, which writes back the tokens SetTokens last reported
 	// if the supervisor dies.
 	WatchdogTokens *os.File
+	// OOMScoreAdj, when above this process's own oom_score_adj (which
+	// children inherit), is written as the oom_score_adj of each task's
+	// first process right after it starts, so that the kernel's OOM
+	// killer, when memory runs out, takes a task's process before this
+	// one (raising needs no privilege). The child has begun its execve by
+	// then; a process it starts before the write keeps the inherited
+	// value. 0 to 1000; 0 leaves tasks as they are.
+	OOMScoreAdj int
 	// Logger receives the mechanism report and warnings; nil means
 	// zap.NewNop().
 	Logger *zap.Logger

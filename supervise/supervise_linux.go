@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/internal/oomscore"
 )
 
 // Supervisor starts tasks and sees that each ends whole; see doc.go. It is
@@ -57,6 +58,9 @@ type Supervisor struct {
 	reaperDone chan struct{}
 
 	wd *watchdogConn // nil without a watchdog
+
+	oomAdj    int         // Options.OOMScoreAdj when above this process's, else 0
+	oomWarned atomic.Bool // a failed write of a task's oom_score_adj was logged
 }
 
 // New returns a Supervisor set up as o says, with each mechanism that
@@ -84,6 +88,17 @@ func New(o Options) (*Supervisor, error) {
 		s.runID = strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 	} else if !validRunID(s.runID) {
 		return nil, fmt.Errorf("supervise: New: run id %q: want 1 to 64 of [A-Za-z0-9_-]", s.runID)
+	}
+	if o.OOMScoreAdj < 0 || o.OOMScoreAdj > 1000 {
+		return nil, fmt.Errorf("supervise: New: OOMScoreAdj %d: want 0 to 1000", o.OOMScoreAdj)
+	}
+	if o.OOMScoreAdj > 0 {
+		own, err := oomscore.Get(0)
+		if err != nil {
+			s.log.Warn("supervise: tasks keep this process's OOM score adjustment", zap.Error(err))
+		} else if o.OOMScoreAdj > own {
+			s.oomAdj = o.OOMScoreAdj
+		}
 	}
 	s.mech.Pdeathsig = true
 	if o.Subreaper {
@@ -323,6 +338,9 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	}
 	if err == nil {
 		t.pid = cmd.Process.Pid
+		if s.oomAdj != 0 {
+			s.raiseOOMScore(t.pid)
+		}
 		s.mu.Lock()
 		s.direct[t.pid] = true
 		s.live[t] = struct{}{}
@@ -360,6 +378,15 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 		}
 	}
 	return t, nil
+}
+
+// raiseOOMScore gives the new child pid the adjustment s.oomAdj. A
+// failure costs only the choice of the OOM killer's victim; it is logged
+// once.
+func (s *Supervisor) raiseOOMScore(pid int) {
+	if err := oomscore.Set(pid, s.oomAdj); err != nil && s.oomWarned.CompareAndSwap(false, true) {
+		s.log.Warn("supervise: tasks keep this process's OOM score adjustment", zap.Error(err))
+	}
 }
 
 // startHere starts cmd from the calling thread, which the caller has

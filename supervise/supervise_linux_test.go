@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/internal/oomscore"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -791,4 +792,72 @@ func inParallel(n int, f func(i int)) {
 		wg.Go(func() { f(i) })
 	}
 	wg.Wait()
+}
+
+// Options.OOMScoreAdj raises each task's process, however it is started,
+// and never lowers what this process's children inherit.
+func TestOOMScoreAdj(t *testing.T) {
+	for _, bad := range []int{-1, 1001} {
+		if s, err := New(Options{NoCgroup: true, OOMScoreAdj: bad}); err == nil {
+			s.Close()
+			t.Errorf("New with OOMScoreAdj %d succeeded", bad)
+		}
+	}
+	own, err := oomscore.Get(0)
+	if err != nil {
+		t.Skip("SKIP: ", err)
+	}
+	if own >= 1000 {
+		t.Skipf("SKIP: this process runs at oom_score_adj %d already; nothing to raise", own)
+	}
+	adjOf := func(task *Task) int {
+		t.Helper()
+		v, err := oomscore.Get(task.Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	all, err := affinity.Allowed()
+	if err != nil {
+		t.Skip("SKIP: ", err)
+	}
+	want := max(own+1, oomscore.Task)
+	modes(t, func(t *testing.T, o Options) {
+		o.OOMScoreAdj = want
+		s := newSup(t, o)
+		ctx := context.Background()
+		starts := map[string]func() (*Task, error){
+			"Start": func() (*Task, error) { return s.Start(ctx, exec.Command("sleep", "1000")) },
+			"StartPlaced": func() (*Task, error) {
+				return s.StartPlaced(ctx, exec.Command("sleep", "1000"), affinity.Placement{CPUs: cpuset.Of(all.Last())})
+			},
+			"StartHere": func() (*Task, error) { return s.StartHere(ctx, exec.Command("sleep", "1000"), nil) },
+		}
+		for name, start := range starts {
+			task, err := start()
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			if got := adjOf(task); got != want {
+				t.Errorf("%s: the task's oom_score_adj is %d, want %d", name, got, want)
+			}
+			task.Kill()
+			if name == "StartHere" {
+				task.Monitor()
+			}
+			task.Wait()
+		}
+	})
+	// At or below this process's own value, tasks keep what they inherit.
+	s := newSup(t, Options{NoCgroup: true, OOMScoreAdj: max(own, 0)})
+	task, err := s.Start(context.Background(), exec.Command("sleep", "1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := adjOf(task); got != own {
+		t.Errorf("OOMScoreAdj at this process's own %d: the task has %d", own, got)
+	}
+	task.Kill()
+	task.Wait()
 }

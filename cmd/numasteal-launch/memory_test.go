@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/internal/memtest"
+	"github.com/numasteal/numasteal/internal/oomscore"
 	"github.com/numasteal/numasteal/launch/daemon"
 )
 
@@ -394,5 +395,38 @@ func TestMemoryFirstRunMixed(t *testing.T) {
 	t.Logf("%d OOM kills, %s freezes, %d OOM retries", kills, b.e.status("freezes"), retries)
 	if kills > retries {
 		t.Errorf("%d OOM kills in the group and %d compiles run again: a kill that was not a compile's", kills, retries)
+	}
+}
+
+// TestCommandOOMScore: a command run in a slot, measured (forked) or
+// handed off (exec'd), has oom_score_adj oomscore.Task, or what the
+// launcher inherited when that is higher, so that the OOM killer takes it
+// before make.
+func TestCommandOOMScore(t *testing.T) {
+	own, err := oomscore.Get(0)
+	if err != nil {
+		t.Skip("SKIP: ", err)
+	}
+	want := max(own, oomscore.Task)
+	e := newEnv(t, "--slots 1")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	adj := filepath.Join(dir, "adj")
+	for round, wantHandoff := range []bool{false, true} {
+		c := e.cmd("", e.launcher(), "sh", "-c", "echo $$ $(cat /proc/self/oom_score_adj) > "+adj, "-o", out)
+		run(t, c)
+		var pid, got int
+		b, _ := os.ReadFile(adj)
+		fmt.Sscanf(string(b), "%d %d", &pid, &got)
+		if handedOff := pid == c.Process.Pid; handedOff != wantHandoff {
+			t.Fatalf("run %d: handed off %v, want %v", round+1, handedOff, wantHandoff)
+		}
+		if got != want {
+			t.Errorf("run %d (handed off %v): the command's oom_score_adj is %d, want %d (the launcher inherited %d)",
+				round+1, wantHandoff, got, want, own)
+		}
+	}
+	if got, _ := oomscore.Get(0); got != own {
+		t.Errorf("the test's own oom_score_adj changed from %d to %d", own, got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/buildrun"
+	"github.com/numasteal/numasteal/internal/oomscore"
 	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/proc"
 	"github.com/numasteal/numasteal/runtime"
@@ -281,7 +282,8 @@ func newSupervisor(grace time.Duration, js *jobserver.Pool) (*supervise.Supervis
 	if tokens != nil {
 		defer tokens.Close() // the watchdog has its own copy
 	}
-	return supervise.New(supervise.Options{Grace: grace, Subreaper: true, Watchdog: exe, WatchdogTokens: tokens})
+	return supervise.New(supervise.Options{Grace: grace, Subreaper: true, Watchdog: exe, WatchdogTokens: tokens,
+		OOMScoreAdj: oomscore.Task})
 }
 
 // writeTrace writes the trace to path, never through a link planted there

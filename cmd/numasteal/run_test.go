@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/numasteal/numasteal/balance"
+	"github.com/numasteal/numasteal/internal/oomscore"
 )
 
 // writeFile writes content to dir/name and returns the path.
@@ -249,4 +253,49 @@ func readTrace(t *testing.T, path string) traceDoc {
 		t.Fatalf("trace: %v", err)
 	}
 	return doc
+}
+
+// A task's processes have oom_score_adj oomscore.Task (or this process's,
+// when higher), so that the OOM killer takes them before numasteal. The
+// value is written right after the fork, as the task's program starts, so
+// the test looks from outside until it is there.
+func TestRunTasksOOMScore(t *testing.T) {
+	own, err := oomscore.Get(0)
+	if err != nil {
+		t.Skip("SKIP: ", err)
+	}
+	want := max(own, oomscore.Task)
+	dir := t.TempDir()
+	pidFile, done := filepath.Join(dir, "pid"), filepath.Join(dir, "done")
+	cmds := writeFile(t, dir, "cmds.txt", fmt.Sprintf(
+		"echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s && while [ ! -e %[2]s ]; do sleep 0.01; done\n", pidFile, done))
+	type result struct {
+		code   int
+		errOut string
+	}
+	res := make(chan result, 1)
+	go func() {
+		code, _, errOut := runCmd(t, dir, cmds)
+		res <- result{code, errOut}
+	}()
+	got, pid := 0, 0
+	for deadline := time.Now().Add(time.Minute); got != want && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if pid == 0 {
+			b, _ := os.ReadFile(pidFile)
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if pid != 0 {
+			got, _ = oomscore.Get(pid)
+		}
+	}
+	os.WriteFile(done, nil, 0o644)
+	if r := <-res; r.code != exitOK {
+		t.Fatalf("exit %d, stderr %s", r.code, r.errOut)
+	}
+	if got != want {
+		t.Errorf("the task's oom_score_adj is %d, want %d", got, want)
+	}
+	if got, _ := oomscore.Get(0); got != own {
+		t.Errorf("numasteal's own oom_score_adj changed from %d to %d", own, got)
+	}
 }
