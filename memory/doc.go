@@ -60,8 +60,13 @@
 //
 // A Governor runs the Policy for an owner (the daemon, a run): the owner
 // asks Admit before it starts a job and calls Add and Remove around it;
-// the Governor samples every 100 ms while jobs run (every 25 ms while less
-// than four reserves are left), reads each job's memory (its process
+// the Governor samples while jobs run: every 100 ms while admission holds
+// or a job is frozen, every 25 ms while less than four reserves are left,
+// and otherwise when the memory available beyond the reserve could be
+// gone at the fastest rate memory is taken (6000 MiB/s, earlyoom's
+// figure, which samples less often when much is free likewise), every
+// 100 ms to 1 s. A run of short jobs samples once an interval, not once a
+// job: the sample that admitted a job stands for its start. It reads each job's memory (its process
 // tree's resident pages, or a cgroup's usage when the owner has one),
 // freezes and thaws (SIGSTOP and SIGCONT to the tree, or the owner's
 // cgroup freezer), and calls the owner back when more may be admitted. A

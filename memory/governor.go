@@ -26,8 +26,10 @@ type JobSpec struct {
 
 // Options configures a Governor. Zero fields mean the defaults given.
 type Options struct {
-	// Interval is the time between samples while jobs run; 0: 100 ms, and
-	// a quarter of it while less than four reserves are available.
+	// Interval is the time between samples while jobs run and memory
+	// is short; 0: 100 ms. A quarter of it while less than four reserves
+	// are available; up to ten times it while the memory available would
+	// last that long at the fastest rate memory is taken (intervalLocked).
 	Interval time.Duration
 	// Proc is where the job trees are read; "": "/proc".
 	Proc string
@@ -129,7 +131,7 @@ func NewGovernor(src *Source, t Thresholds, o Options) *Governor {
 // Admit reports whether a job of need may start now, with running jobs
 // of the owner running (Plan.Fits), and when it may, takes its need from
 // the room so that the next question sees it. A plan older than the
-// sampling interval is made again first, and its freeze or thaw carried
+// sampling interval (intervalLocked) is made again first, and its freeze or thaw carried
 // out. The owner then calls Add.
 func (g *Governor) Admit(need int64, running int) bool {
 	g.mu.Lock()
@@ -137,7 +139,7 @@ func (g *Governor) Admit(need int64, running int) bool {
 	if running == 0 {
 		g.pending = 0 // nothing of the owner's is admitted and not added
 	}
-	if time.Since(g.sampled) >= g.opts.Interval {
+	if time.Since(g.sampled) >= g.intervalLocked() {
 		m = g.decideLocked(time.Now())
 	}
 	ok := g.plan.Fits(need, running)
@@ -303,14 +305,23 @@ func (g *Governor) Run(ctx context.Context) {
 		g.mu.Lock()
 		idle := len(g.jobs) == 0
 		g.mu.Unlock()
+		var next time.Duration
 		if idle {
 			select {
 			case <-ctx.Done():
 				return
 			case <-g.kick:
 			}
+			// The job that ended the idle time was admitted on a sample
+			// younger than the interval (Admit makes one when the last
+			// is older): the next is due when the interval is up. A run
+			// of short jobs, each after an idle moment, then samples
+			// once an interval, not once a job.
+			next = g.untilDue()
 		}
-		next := g.step()
+		if next <= 0 {
+			next = g.step()
+		}
 		t.Reset(next)
 		select {
 		case <-ctx.Done():
@@ -327,10 +338,7 @@ func (g *Governor) step() time.Duration {
 	told := g.told
 	g.told = nil
 	m := g.decideLocked(time.Now())
-	next := g.opts.Interval
-	if r := g.pol.Reserve(); r > 0 && g.sample.Available < 4*r {
-		next = max(next/4, time.Millisecond)
-	}
+	next := g.intervalLocked()
 	g.moving.Lock()
 	g.mu.Unlock()
 	g.apply(m, true)
@@ -341,6 +349,45 @@ func (g *Governor) step() time.Duration {
 		g.opts.Changed()
 	}
 	return next
+}
+
+// fillRate is the fastest memory is taken, in bytes a second: earlyoom's
+// figure (6000 MiB/s, "stress -m 4"), by which it, too, samples less often
+// when much memory is free.
+const fillRate = 6000 << 20
+
+// intervalLocked is the time between samples: a quarter of
+// Options.Interval while less than four reserves are available;
+// Options.Interval while admission holds or a job is frozen; otherwise
+// the time the memory available beyond the reserve would last at
+// fillRate, at least Options.Interval and at most ten times it. g.mu
+// held.
+func (g *Governor) intervalLocked() time.Duration {
+	r := g.pol.Reserve()
+	if r > 0 && g.sample.Available < 4*r {
+		return max(g.opts.Interval/4, time.Millisecond)
+	}
+	if g.plan.Hold {
+		return g.opts.Interval
+	}
+	for _, w := range g.jobs {
+		if w.frozen {
+			return g.opts.Interval
+		}
+	}
+	last := time.Duration(float64(g.sample.Available-r) / fillRate * float64(time.Second))
+	return min(max(last, g.opts.Interval), 10*g.opts.Interval)
+}
+
+// untilDue returns the time until the next sample is due, 0 when it is
+// due now or Admit has moves to report.
+func (g *Governor) untilDue() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.told) > 0 || g.sampled.IsZero() {
+		return 0
+	}
+	return max(g.intervalLocked()-time.Since(g.sampled), 0)
 }
 
 // treeSignaled reports whether a process of pid's tree has a signal

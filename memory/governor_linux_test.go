@@ -396,3 +396,42 @@ func TestGovernorStatsIdle(t *testing.T) {
 	gt.setAvailable(500)
 	eventually(t, "Stats to show 500 MiB available", func() bool { return gt.g.Stats().Sample.MemAvailable == 500*miB })
 }
+
+// TestGovernorInterval: the time between samples follows the memory left
+// beyond the reserve at 6000 MiB/s, within 1 to 10 intervals; a quarter
+// interval when less than four reserves are left; one interval while
+// admission holds or a job is frozen.
+func TestGovernorInterval(t *testing.T) {
+	gt := newGovTest(t, 1000, Options{Interval: 100 * time.Millisecond})
+	g := gt.g
+	for _, c := range []struct {
+		availMiB int64
+		want     time.Duration
+	}{
+		{300, 25 * time.Millisecond},    // under four reserves of 100 MiB
+		{500, 100 * time.Millisecond},   // 400 MiB last 67 ms
+		{1000, 150 * time.Millisecond},  // 900 MiB last 150 ms
+		{8000, 1000 * time.Millisecond}, // 7900 MiB last 1.3 s
+	} {
+		gt.setAvailable(c.availMiB)
+		g.mu.Lock()
+		g.sampleLocked(time.Now())
+		got := g.intervalLocked()
+		g.mu.Unlock()
+		if got != c.want {
+			t.Errorf("%d MiB available: interval %v, want %v", c.availMiB, got, c.want)
+		}
+	}
+	g.mu.Lock()
+	g.plan.Hold = true
+	if got := g.intervalLocked(); got != 100*time.Millisecond {
+		t.Errorf("admission holding: interval %v, want 100ms", got)
+	}
+	g.plan.Hold = false
+	g.jobs[1] = &watched{frozen: true}
+	if got := g.intervalLocked(); got != 100*time.Millisecond {
+		t.Errorf("a job frozen: interval %v, want 100ms", got)
+	}
+	delete(g.jobs, 1)
+	g.mu.Unlock()
+}
