@@ -50,12 +50,18 @@ func (s *Server) estimateBuildLocked(build string) int64 {
 
 // learnLocked records what a local job that ended held at its peak: the
 // measured peak (wait4's, from a measured launcher) or the sampled one,
-// whichever is more, in the store by output and in its build's prior.
-// s.mu held.
+// whichever is more, in the store by output and in its build's prior. A
+// job handed off has only samples, each a moment of it: they raise the
+// peak stored for its output, never lower it. s.mu held.
 func (s *Server) learnLocked(j *job, reportedKiB int64) int64 {
 	peak := max(reportedKiB<<10, j.ended.Peak)
 	if peak <= 0 {
 		return 0
+	}
+	if reportedKiB <= 0 {
+		if known, ok := s.rss.lookup(j.out); ok {
+			peak = max(peak, known)
+		}
 	}
 	if j.learned && reportedKiB > 0 {
 		// A re-measure: was the store right?
