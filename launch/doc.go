@@ -60,8 +60,10 @@
 //     fork and exec, never lowered): when memory runs out, the kernel's
 //     OOM killer takes the command, which runs again, before make or the
 //     daemon, whose death ends the build or every build.
-//  6. Handoff, the usual case: when the grant says "handoff", send "exec"
-//     and exec the command in the launcher's place. The command is then
+//  6. Handoff, the usual case: when the grant says "handoff", exec the
+//     command in the launcher's place; the grant itself was the handoff
+//     ("atgrant", below), so the daemon has closed its end and has nothing
+//     to do while the command starts. The command is then
 //     the very process make started: its pid, descriptors 0, 1 and 2 and
 //     every other inherited one (make's jobserver), its process group, its
 //     signals and its exit status are make's own, with nothing forwarded.
@@ -169,10 +171,12 @@
 //
 // One line per message, "ns1 VERB key=value ...", values %XX-escaped
 // (proto.go). The launcher sends "acquire kind= out= pid= cmd= handoff=1
-// [build= | ppid=] [measure=1] [remote=1 | local=1]" and waits for "grant job= cpu= node=
-// mem_kib= [handoff=1] [retry=N]", or, for remote=1 with a farm host free, "grant
-// job= host=" (a DISTCC_HOSTS entry, never with handoff); then either
-// sends "exec" and execs the command, or runs it and sends "done rss_kib=
+// atgrant=1 [build= | ppid=] [measure=1] [remote=1 | local=1]" and waits
+// for "grant job= cpu= node= mem_kib= [handoff=1 [atgrant=1]] [retry=N]",
+// or, for remote=1 with a farm host free, "grant job= host=" (a
+// DISTCC_HOSTS entry, never with handoff); then either execs the command
+// (handoff: the slot is the process's from the grant on), or runs it and
+// sends "done rss_kib=
 // wall_us= status= [signal=9 [interrupted=1]]", or for a remote grant "done wall_us= status=
 // [remote_fault=1]" (the daemon answers "ok", which the launcher does not
 // wait for). remote=1: the command may run on a farm host; local=1: it
@@ -187,7 +191,9 @@
 // launcher says so in one line and exits 1 without running its
 // command). A daemon that
 // does not know "handoff" never grants it, and a launcher that does not
-// ask is never given it; likewise a launcher that does not say remote=1
+// ask is never given it; a launcher that does not say atgrant=1, or a
+// grant without it, means the older handoff: the launcher sends "exec"
+// before it execs, and the slot is the process's from that word on; likewise a launcher that does not say remote=1
 // is never granted a host.
 //
 // # Build identity

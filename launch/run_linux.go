@@ -59,7 +59,7 @@ func Run(c Config) int {
 		}
 	}
 	req := NewMsg("acquire", "kind", string(kind), "out", out, "pid", strconv.Itoa(os.Getpid()),
-		"cmd", filepath.Base(c.Args[0]), "handoff", "1")
+		"cmd", filepath.Base(c.Args[0]), "handoff", "1", "atgrant", "1")
 	if build != "" {
 		req.Fields = append(req.Fields, Field{Key: "build", Value: build})
 	} else {
@@ -158,9 +158,13 @@ func runLocal(in inherited, fw *forwarder, progName, prog string, argv []string,
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
 	if handoff == "1" {
 		// The daemon watches this process from now on; the exec closes
-		// the connection (close-on-exec). A daemon gone meanwhile only
-		// loses the slot's end: the command runs, once.
-		slot.conn.Send(NewMsg("exec"))
+		// the connection (close-on-exec). A daemon that took the grant
+		// itself as the handoff (atgrant) waits for no word; one of an
+		// older launcher protocol waits for "exec". A daemon gone
+		// meanwhile only loses the slot's end: the command runs, once.
+		if atGrant, _ := slot.grant.Get("atgrant"); atGrant != "1" {
+			slot.conn.Send(NewMsg("exec"))
+		}
 		return execDirect(in, progName, prog, argv, env, stderr)
 	}
 	for {

@@ -40,6 +40,9 @@ type session struct {
 	// handedOff is the job whose launcher exec'd its command: the
 	// session watches its process once the connection is closed.
 	handedOff *job
+	// atGrant: the launcher takes a handoff grant as the handoff itself
+	// and execs without sending "exec" (its request said atgrant=1).
+	atGrant bool
 }
 
 // errWouldBlock: the session's first read found nothing more to read.
@@ -119,6 +122,9 @@ func (s *Server) serve(c conn) {
 				pending = j
 			} else if !ss.grantReply(j, handoff) {
 				ss.end()
+				if j := ss.handedOff; j != nil {
+					go ss.s.watchHandoff(j)
+				}
 				return
 			}
 		}
@@ -220,6 +226,7 @@ func (ss *session) acquire(m launch.Msg) (j *job, ok bool) {
 	j = s.newJob(m, ss.peer.pid)
 	j.wake = ss.wake
 	ss.held = j
+	ss.atGrant = isSet(m, "atgrant")
 	s.mu.Lock()
 	if derived && s.watchBuildLocked(j.build) {
 		s.mu.Unlock()
@@ -299,11 +306,32 @@ func (ss *session) grantReply(j *job, handoff bool) bool {
 	}
 	if j.pidfd != nil {
 		g.Fields = append(g.Fields, launch.Field{Key: "handoff", Value: "1"})
+		if ss.atGrant {
+			g.Fields = append(g.Fields, launch.Field{Key: "atgrant", Value: "1"})
+		}
 		// No launcher is left to continue the command should this
 		// daemon die: never freeze it.
 		s.mem.SetFixed(j.id)
 	}
-	return ss.reply(g)
+	if !ss.reply(g) {
+		return false
+	}
+	if j.pidfd != nil && ss.atGrant {
+		// The grant was the handoff: the process owns the slot from
+		// now on, and nothing more comes on the connection, which the
+		// launcher's exec closes. The daemon has nothing to do while
+		// the command starts.
+		ss.takeHandoff()
+		return false
+	}
+	return true
+}
+
+// takeHandoff makes the held job the process's: watched on its pidfd once
+// the connection is closed.
+func (ss *session) takeHandoff() {
+	ss.s.handoff(ss.held)
+	ss.handedOff, ss.held = ss.held, nil
 }
 
 // serve serves the connection until it ends, first waiting for the grant
@@ -357,8 +385,7 @@ func (ss *session) handle(m launch.Msg) bool {
 			return false
 		}
 		// The exec closes the connection: nothing more is read.
-		s.handoff(ss.held)
-		ss.handedOff, ss.held = ss.held, nil
+		ss.takeHandoff()
 		return false
 	case "done":
 		return ss.done(m)

@@ -5,6 +5,8 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -145,5 +147,63 @@ func TestSessionWaitsThenGranted(t *testing.T) {
 	second.expect("grant")
 	if st := s.Status(); len(st.Running) != 1 || waiting(st) != 0 {
 		t.Fatalf("status: %d running, %d waiting; want 1 and 0", len(st.Running), waiting(st))
+	}
+}
+
+// TestSessionHandoff: for a launcher that asks (atgrant=1), a handoff
+// grant is the handoff itself: the daemon says so, closes the connection
+// and keeps the slot for the launcher's process; for one that does not,
+// the slot becomes the process's at its "exec".
+func TestSessionHandoff(t *testing.T) {
+	for _, atGrant := range []bool{true, false} {
+		t.Run(fmt.Sprintf("atgrant=%v", atGrant), func(t *testing.T) {
+			s, socket := startServer(t, Config{Slots: 1, Mem: 1 << 30})
+			c := dial(t, socket)
+			kv := []string{"kind", "compile", "build", "b", "cmd", "cc", "handoff", "1"}
+			if atGrant {
+				kv = append(kv, "atgrant", "1")
+			}
+			c.send("acquire", kv...)
+			g := c.expect("grant")
+			if v, _ := g.Get("handoff"); v != "1" {
+				t.Fatalf("grant %v: want handoff=1 (an output-less job on an idle daemon)", g)
+			}
+			if v, _ := g.Get("atgrant"); (v == "1") != atGrant {
+				t.Errorf("grant %v: atgrant %q, want it set %v", g, v, atGrant)
+			}
+			if !atGrant {
+				c.send("exec")
+			}
+			if b, err := c.r.ReadByte(); err != io.EOF {
+				t.Fatalf("after the handoff the daemon sent %q (%v), want the end of the connection", b, err)
+			}
+			// The slot is the process's: this test's, which runs on.
+			if st := s.Status(); len(st.Running) != 1 {
+				t.Errorf("running %+v, want the one job handed off", st.Running)
+			}
+		})
+	}
+}
+
+// TestLearnHandedOff: the samples of a handed-off job raise the peak
+// stored for its output, never lower it; a measured peak replaces it.
+func TestLearnHandedOff(t *testing.T) {
+	s, _ := startServer(t, Config{Slots: 1, Mem: 1 << 30})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := &job{build: "b", kind: "compile", out: "/x/a.o"}
+	for _, step := range []struct {
+		reportedKiB, sampled, want int64
+	}{
+		{300 << 10, 0, 300 << 20}, // measured
+		{0, 100 << 20, 300 << 20}, // handed off, sampled below the peak
+		{0, 400 << 20, 400 << 20}, // handed off, sampled above it
+		{200 << 10, 0, 200 << 20}, // measured again
+	} {
+		j.ended.Peak = step.sampled
+		s.learnLocked(j, step.reportedKiB)
+		if got, _ := s.rss.lookup(j.out); got != step.want {
+			t.Errorf("after reported %d KiB, sampled %d: stored %d, want %d", step.reportedKiB, step.sampled, got, step.want)
+		}
 	}
 }
