@@ -27,7 +27,10 @@ import (
 
 // sdetScript is the fixed mix, run in the script's own directory holding
 // input.txt and small.c.
-var sdetScript = [][]string{
+var sdetScript = sdetScriptShape[:]
+
+// sdetScriptShape is sdetScript as an array, whose length sizes sdetTimes.
+var sdetScriptShape = [...][]string{
 	{"cc", "-O1", "-c", "small.c", "-o", "small.o"},
 	{"grep", "-c", "numasteal", "input.txt"},
 	{"sort", "input.txt", "-o", "sorted.txt"},
@@ -75,6 +78,32 @@ type SDETPoint struct {
 	// over repetitions of the per-repetition ratio), PctStd its std dev.
 	Pct    float64 `json:"pct_of_baseline"`
 	PctStd float64 `json:"pct_std"`
+	// Commands is each command of the script, in order, with its mean
+	// wall time under each contender (from the call to its result, over
+	// every run of it in every repetition): where a difference in
+	// throughput comes from.
+	Commands []SDETCommand `json:"commands"`
+}
+
+// SDETCommand is one command of the script at one N.
+type SDETCommand struct {
+	Command     string  `json:"command"`
+	BaselineUS  float64 `json:"baseline_us"`
+	NumastealUS float64 `json:"numasteal_us"`
+}
+
+// sdetTimes sums the wall time of each command of the script and counts
+// its runs.
+type sdetTimes struct {
+	ns, runs [len(sdetScriptShape)]atomic.Int64
+}
+
+// mean returns command i's mean wall time in microseconds.
+func (t *sdetTimes) mean(i int) float64 {
+	if n := t.runs[i].Load(); n > 0 {
+		return float64(t.ns[i].Load()) / float64(n) / 1e3
+	}
+	return 0
 }
 
 // SDETResult is a whole SDET run.
@@ -134,6 +163,7 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 	done := 0
 	for _, n := range o.Ns {
 		var base, ns, pct []float64
+		var baseTimes, nsTimes sdetTimes
 		for rep := range o.Reps {
 			for _, contender := range []string{"baseline", "numasteal"} {
 				if o.Progress != nil {
@@ -144,13 +174,13 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 				var perHour float64
 				var err error
 				if contender == "baseline" {
-					perHour, err = sdetMeasure(ctx, n, o.Duration, dirs, execRun)
+					perHour, err = sdetMeasure(ctx, n, o.Duration, dirs, execRun, &baseTimes)
 				} else {
 					slots := o.Slots
 					if slots < 0 {
 						slots = n
 					}
-					perHour, err = sdetNumasteal(ctx, rt, slots, n, o.Duration, dirs)
+					perHour, err = sdetNumasteal(ctx, rt, slots, n, o.Duration, dirs, &nsTimes)
 				}
 				if err != nil {
 					return nil, err
@@ -167,6 +197,9 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 		p.BaselinePerHour, p.BaselineStdPerHour = meanStd(base)
 		p.NumastealPerHour, p.NumastealStdPerHour = meanStd(ns)
 		p.Pct, p.PctStd = meanStd(pct)
+		for i, args := range sdetScript {
+			p.Commands = append(p.Commands, SDETCommand{Command: shellJoin(args), BaselineUS: baseTimes.mean(i), NumastealUS: nsTimes.mean(i)})
+		}
 		res.Points = append(res.Points, p)
 	}
 	return res, nil
@@ -174,7 +207,7 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 
 // sdetNumasteal measures n scripts whose commands run as process tasks of
 // rt, through a runner with the given slots (0: one per worker).
-func sdetNumasteal(ctx context.Context, rt *runtime.Runtime, slots, n int, d time.Duration, dirs []string) (float64, error) {
+func sdetNumasteal(ctx context.Context, rt *runtime.Runtime, slots, n int, d time.Duration, dirs []string, times *sdetTimes) (float64, error) {
 	pr, err := proc.NewRunner(rt, proc.Config{Slots: slots})
 	if err != nil {
 		return 0, fmt.Errorf("bench: sdet: %w", err)
@@ -187,7 +220,7 @@ func sdetNumasteal(ctx context.Context, rt *runtime.Runtime, slots, n int, d tim
 			return fmt.Errorf("bench: sdet: %s: %s: %v", strings.Join(args, " "), r.Outcome, r.Err)
 		}
 		return nil
-	})
+	}, times)
 }
 
 // execRun is the baseline: os/exec from the calling goroutine, output
@@ -207,8 +240,9 @@ func execRun(ctx context.Context, args []string, dir string) error {
 
 // sdetMeasure runs n scripts concurrently, each in its directory, starting
 // new scripts until d has passed, and returns finished scripts per hour
-// over the time until the last one ended.
-func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run func(context.Context, []string, string) error) (float64, error) {
+// over the time until the last one ended; it adds each command's wall
+// time to times.
+func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run func(context.Context, []string, string) error, times *sdetTimes) (float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -224,8 +258,12 @@ func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				for _, args := range sdetScript {
-					if err := run(ctx, args, dirs[i]); err != nil {
+				for k, args := range sdetScript {
+					t0 := time.Now()
+					err := run(ctx, args, dirs[i])
+					times.ns[k].Add(int64(time.Since(t0)))
+					times.runs[k].Add(1)
+					if err != nil {
 						errOnce.Do(func() { firstErr = err; cancel() })
 						return
 					}

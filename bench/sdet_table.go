@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // WriteSDETTable prints r in the seed's format: throughput at each N,
@@ -13,5 +14,21 @@ func WriteSDETTable(w io.Writer, r *SDETResult) {
 	for _, p := range r.Points {
 		fmt.Fprintf(w, "%5d %14.0f ±%6.0f %14.0f ±%6.0f %12.1f%% (%4.1f%%)\n", p.N,
 			p.BaselinePerHour, p.BaselineStdPerHour, p.NumastealPerHour, p.NumastealStdPerHour, p.Pct, p.PctStd)
+	}
+	fmt.Fprintf(w, "\nmean wall time per command, µs: baseline / numasteal (numasteal ÷ baseline)\n")
+	for _, p := range r.Points {
+		fmt.Fprintf(w, "%5d ", p.N)
+		for i, c := range p.Commands {
+			if i > 0 {
+				fmt.Fprint(w, ", ")
+			}
+			name, _, _ := strings.Cut(c.Command, " ")
+			ratio := 0.0
+			if c.BaselineUS > 0 {
+				ratio = c.NumastealUS / c.BaselineUS
+			}
+			fmt.Fprintf(w, "%s %.0f / %.0f (%.2f)", name, c.BaselineUS, c.NumastealUS, ratio)
+		}
+		fmt.Fprintln(w)
 	}
 }

@@ -32,10 +32,19 @@ func TestSDETTiny(t *testing.T) {
 		if p.BaselinePerHour <= 0 || p.NumastealPerHour <= 0 || p.Pct <= 0 {
 			t.Errorf("N=%d: %+v, want positive throughputs", p.N, p)
 		}
+		if len(p.Commands) != len(sdetScript) {
+			t.Fatalf("N=%d: %d commands timed, want the script's %d", p.N, len(p.Commands), len(sdetScript))
+		}
+		for _, c := range p.Commands {
+			if c.BaselineUS <= 0 || c.NumastealUS <= 0 {
+				t.Errorf("N=%d: %+v, want positive times for both", p.N, c)
+			}
+		}
 	}
 	var b strings.Builder
 	WriteSDETTable(&b, r)
-	if !strings.Contains(b.String(), "numasteal % (std)") || strings.Count(b.String(), "%)") != 2 {
+	if !strings.Contains(b.String(), "numasteal % (std)") || strings.Count(b.String(), "%)") != 2 ||
+		!strings.Contains(b.String(), "\n    1 cc ") || !strings.Contains(b.String(), "\n    3 cc ") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
@@ -47,7 +56,7 @@ func TestSDETFailure(t *testing.T) {
 	fail := func(ctx context.Context, args []string, dir string) error {
 		return execRun(ctx, []string{"false"}, dir)
 	}
-	_, err := sdetMeasure(context.Background(), 4, time.Second, []string{".", ".", ".", "."}, fail)
+	_, err := sdetMeasure(context.Background(), 4, time.Second, []string{".", ".", ".", "."}, fail, &sdetTimes{})
 	var ee *exec.ExitError
 	if err == nil || !strings.Contains(err.Error(), "false") {
 		t.Fatalf("err = %v (%T), want the failing command named", err, ee)
