@@ -17,8 +17,11 @@ const emptyJoins = 1 << 16
 //	jobs1w    Jobs.Join on a one-worker runtime
 //	jobsAll   Jobs.Join on one worker per usable CPU: the others idle,
 //	          searching or parked, so the joins' forks may be promoted
+//	jobsAllEager  jobsAll with promote's back-off off: every fork made
+//	          while a thief could use work is promoted
 //	ctx1w     Ctx.Join of two empty functions, one worker
 //	ctxAll    the same on one worker per usable CPU
+//	ctxAllEager  ctxAll with the back-off off
 //
 // An op is one round: every layer once, in an order that rotates from
 // round to round. It reports each layer's median ns per join in wall time
@@ -30,9 +33,10 @@ const emptyJoins = 1 << 16
 //	go test -run '^$' -bench EmptyJoin -benchtime 40x ./runtime
 func BenchmarkEmptyJoin(b *testing.B) {
 	one, all := benchRuntime(b, 1), benchRuntime(b, 0)
+	eager := benchRuntimeCfg(b, Config{promoteBackoff: -1})
 	type nop = struct{}
 	body := func(*Ctx, nop) (nop, error) { return nop{}, nil }
-	jobs1, jobsAll := NewJobs(one, body), NewJobs(all, body)
+	jobs1, jobsAll, jobsEager := NewJobs(one, body), NewJobs(all, body), NewJobs(eager, body)
 	jobsLoop := func(js *Jobs[nop, nop]) func(c *Ctx) error {
 		return func(c *Ctx) error {
 			for range emptyJoins {
@@ -59,8 +63,10 @@ func BenchmarkEmptyJoin(b *testing.B) {
 	}{
 		{"jobs1w", one, jobsLoop(jobs1), true},
 		{"jobsAll", all, jobsLoop(jobsAll), false},
+		{"jobsAllEager", eager, jobsLoop(jobsEager), false},
 		{"ctx1w", one, ctxLoop, true},
 		{"ctxAll", all, ctxLoop, false},
+		{"ctxAllEager", eager, ctxLoop, false},
 	}
 	wall := make([][]float64, len(layers))
 	cpu := make([][]float64, len(layers))

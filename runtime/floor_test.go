@@ -26,6 +26,8 @@ import (
 //	          Join frame (the user's code would call remember and forget)
 //	jobs1w    Jobs.Join on a one-worker runtime
 //	jobsAll   Jobs.Join on one worker per usable CPU
+//	jobsAllEager  the same with promote's back-off off: every fork made
+//	          while a thief could use work is promoted
 //	closures  Ctx.Join with closures on a one-worker runtime (not a layer
 //	          of the others: the closure form, for its own target)
 //	allocs    the serial recursion with the two heap allocations that a
@@ -58,6 +60,7 @@ func BenchmarkFibFloor(b *testing.B) {
 
 func benchFibFloor(b *testing.B, n int) {
 	one, all := benchRuntime(b, 1), benchRuntime(b, 0)
+	eager := benchRuntimeCfg(b, Config{promoteBackoff: -1})
 
 	var fibFunc, fibRemember func(c *Ctx, n int) (int, error)
 	fibFunc = func(c *Ctx, n int) (int, error) {
@@ -93,6 +96,7 @@ func benchFibFloor(b *testing.B, n int) {
 		{name: "direct+remember", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibDirectRemember(c, n, &forks) }, oneCPU: true},
 		{name: "jobs1w", rt: one, fib: jobs1.fn, oneCPU: true},
 		{name: "jobsAll", rt: all, fib: jobsAll.fn},
+		{name: "jobsAllEager", rt: eager, fib: newFibJobs(eager).fn},
 		{name: "closures", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibClosures(c, n), nil }, oneCPU: true},
 		{name: "allocs", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibAllocs(n, new(Func)), nil }, oneCPU: true},
 		{name: "cutoff1w", rt: one, fib: newFibCutoff(one, 12).fn, oneCPU: true},

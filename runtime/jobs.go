@@ -226,8 +226,10 @@ func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) 
 		}
 	}
 	if p == &j.t {
+		w.tookBack()
 		rb, err = js.fn(c, b)
 	} else {
+		w.lostToThief()
 		c.waitLatch(&j.t)
 		rb, err = j.res, j.t.err
 	}
