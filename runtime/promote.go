@@ -49,13 +49,19 @@ package runtime
 // (BenchmarkEmptyJoin). So each take-back doubles the number of forks
 // that then let a promotion's chance pass (1, 3, 7, … up to
 // maxPromoteBackoff; tookBack), and a promotion a thief took ends the
-// back-off (lostToThief). The count is of forks, not of time: no clock
-// is read, and a worker that forks rarely skips few. The back-off is
-// kept in promote, which a fork calls only while a thief could use work,
-// so a fork with every worker busy pays nothing more. Promotion still
-// takes the oldest remembered fork, so the first one after a back-off
-// is as big as it would have been. ParallelFor's splits, made only for
-// an idle thief, are promoted whatever the back-off.
+// back-off (lostToThief); each task the worker starts begins without
+// one (execute). The back-off is kept in promote, which a fork calls
+// only while a thief could use work, so a fork with every worker busy
+// pays nothing more. Promotion still takes the oldest remembered fork,
+// so the first one after a back-off is as big as it would have been.
+// ParallelFor's splits, made only for an idle thief, are promoted
+// whatever the back-off.
+//
+// The count is of forks, not of time: no clock is read. What that
+// costs: a task that, after a run of short joins nobody helped with,
+// joins two halves that fork no more (or fewer times than the back-off
+// has left) runs both on its worker, while eager promotion would have
+// handed the second to the idle thief.
 //
 // Why this loses no wake-up. A remembered fork is not a queued task: it
 // is part of the running task, whose worker runs it at the join whatever

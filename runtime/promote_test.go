@@ -142,8 +142,8 @@ func TestPanicUnwindsToOutermostJoin(t *testing.T) {
 // TestPromoteBackoff checks promote's back-off on a one-worker runtime,
 // driving the worker's fork list by hand: each promotion taken back
 // doubles the number of forks that pass unpromoted, up to the bound; a
-// promotion lost to a thief ends the back-off; a skipped fork pushes
-// nothing.
+// promotion lost to a thief ends the back-off, and so does the start of
+// a task; a skipped fork pushes nothing.
 func TestPromoteBackoff(t *testing.T) {
 	rt := newTestRuntime(t, Config{Workers: 1, promoteBackoff: 20})
 	err := rt.Go(context.Background(), func(c *Ctx) error {
@@ -175,6 +175,17 @@ func TestPromoteBackoff(t *testing.T) {
 		w.lostToThief()
 		if w.promoteSkip != 0 || w.promoteBackoff != 0 {
 			t.Errorf("after a steal: skip %d, back-off %d; want 0, 0", w.promoteSkip, w.promoteBackoff)
+		}
+		w.tookBack()
+		return nil
+	}).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The next task starts without the back-off the last one left.
+	err = rt.Go(context.Background(), func(c *Ctx) error {
+		if w := c.w; w.promoteSkip != 0 || w.promoteBackoff != 0 {
+			t.Errorf("a new task: skip %d, back-off %d; want 0, 0", w.promoteSkip, w.promoteBackoff)
 		}
 		return nil
 	}).Wait()
