@@ -1,9 +1,10 @@
 package runtime
 
 import (
-	"context"
 	"testing"
 	"time"
+
+	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
 // emptyJoins is the number of empty joins one layer of
@@ -14,7 +15,11 @@ const emptyJoins = 1 << 16
 // "empty spawn+join" of numasteal bench forkjoin --peers, emptyJoins per
 // round in a loop inside one task, for each layer:
 //
-//	jobs1w    Jobs.Join on a one-worker runtime
+//	jobs1w    Jobs.Join on a one-worker runtime (its worker on the first
+//	          usable CPU)
+//	jobs1wLast  the same on the last usable CPU: the loop of jobsAll runs
+//	          on whichever worker takes its task, and CPUs of a shared
+//	          virtual machine need not run at the same speed
 //	jobsAll   Jobs.Join on one worker per usable CPU: the others idle,
 //	          searching or parked, so the joins' forks may be promoted
 //	jobsAllEager  jobsAll with promote's back-off off: every fork made
@@ -34,9 +39,11 @@ const emptyJoins = 1 << 16
 func BenchmarkEmptyJoin(b *testing.B) {
 	one, all := benchRuntime(b, 1), benchRuntime(b, 0)
 	eager := benchRuntimeCfg(b, Config{promoteBackoff: -1})
+	last := benchRuntimeCfg(b, Config{CPUs: cpuset.Of(all.workers[len(all.workers)-1].cpu)})
 	type nop = struct{}
 	body := func(*Ctx, nop) (nop, error) { return nop{}, nil }
-	jobs1, jobsAll, jobsEager := NewJobs(one, body), NewJobs(all, body), NewJobs(eager, body)
+	jobs1, jobsLast := NewJobs(one, body), NewJobs(last, body)
+	jobsAll, jobsEager := NewJobs(all, body), NewJobs(eager, body)
 	jobsLoop := func(js *Jobs[nop, nop]) func(c *Ctx) error {
 		return func(c *Ctx) error {
 			for range emptyJoins {
@@ -62,6 +69,7 @@ func BenchmarkEmptyJoin(b *testing.B) {
 		oneCPU bool
 	}{
 		{"jobs1w", one, jobsLoop(jobs1), true},
+		{"jobs1wLast", last, jobsLoop(jobsLast), true},
 		{"jobsAll", all, jobsLoop(jobsAll), false},
 		{"jobsAllEager", eager, jobsLoop(jobsEager), false},
 		{"ctx1w", one, ctxLoop, true},
@@ -78,7 +86,7 @@ func BenchmarkEmptyJoin(b *testing.B) {
 			i := (k + round) % len(layers)
 			l := &layers[i]
 			s0 := l.rt.Stats().Total.StolenFrom
-			err := l.rt.Go(context.Background(), func(c *Ctx) error {
+			err := onWorker(l.rt, func(c *Ctx) error {
 				p0 := c.w.cnt.promoted
 				c0, t0 := threadCPU(), time.Now()
 				err := l.loop(c)
@@ -87,7 +95,7 @@ func BenchmarkEmptyJoin(b *testing.B) {
 				cpu[i] = append(cpu[i], float64(dc)/emptyJoins)
 				promoted[i] = append(promoted[i], float64(c.w.cnt.promoted-p0)/emptyJoins)
 				return err
-			}).Wait()
+			})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 			i := (k + round) % len(layers)
 			l := &layers[i]
 			ts := tids[l.rt]
-			err := l.rt.Go(context.Background(), func(c *Ctx) error {
+			err := onWorker(l.rt, func(c *Ctx) error {
 				w0 := runQueueWaits(ts)
 				c0, t0 := threadCPU(), time.Now()
 				got, err := l.fib(c, n)
@@ -148,7 +149,7 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 					b.Errorf("%s: fib(%d) = %d, want %d", l.name, n, got, want)
 				}
 				return err
-			}).Wait()
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -177,14 +178,19 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 }
 
 // workerTIDs returns the thread id of each of rt's workers, by worker id
-// (a worker's goroutine is locked to its thread).
+// (a worker's goroutine is locked to its thread). It waits for its tasks
+// before Group.Wait, which would otherwise run them on this goroutine's
+// thread as a lent worker (onWorker).
 func workerTIDs(b *testing.B, rt *Runtime) []int {
 	tids := make([]int, rt.Workers())
 	var seen atomic.Int32
 	for seen.Load() != int32(len(tids)) {
 		g := rt.Group(context.Background())
+		var ran sync.WaitGroup
+		ran.Add(4 * len(tids))
 		for range 4 * len(tids) {
 			g.Go(func(c *Ctx) error {
+				defer ran.Done()
 				if tids[c.Worker()] == 0 {
 					tids[c.Worker()] = unix.Gettid()
 					seen.Add(1)
@@ -193,11 +199,28 @@ func workerTIDs(b *testing.B, rt *Runtime) []int {
 				return nil
 			})
 		}
+		ran.Wait()
 		if err := g.Wait(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	return tids
+}
+
+// onWorker runs body as a task on rt and returns its error, having waited
+// for the task before calling Group.Wait: a Wait that finds the task's
+// worker parked would run the task itself, as that worker, on this
+// goroutine's thread (lend.go), which is not the worker's pinned thread
+// and need not stay the same thread, so its thread CPU time and run-queue
+// waits would not be the worker's.
+func onWorker(rt *Runtime, body func(c *Ctx) error) error {
+	done := make(chan struct{})
+	g := rt.Go(context.Background(), func(c *Ctx) error {
+		defer close(done)
+		return body(c)
+	})
+	<-done
+	return g.Wait()
 }
 
 // runQueueWaits returns, for each thread of tids, the time it has spent
