@@ -24,7 +24,13 @@ import (
 // 0 means one per usable CPU.
 func benchRuntime(b *testing.B, workers int) *Runtime {
 	b.Helper()
-	rt, err := New(Config{Workers: workers})
+	return benchRuntimeCfg(b, Config{Workers: workers})
+}
+
+// benchRuntimeCfg is benchRuntime with a whole Config.
+func benchRuntimeCfg(b *testing.B, cfg Config) *Runtime {
+	b.Helper()
+	rt, err := New(cfg)
 	if err != nil {
 		b.Fatalf("New: %v", err)
 	}

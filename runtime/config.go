@@ -53,6 +53,11 @@ type Config struct {
 	// counters into the shared totals (counters.go); 0 means
 	// defaultFoldEvery. Tests set it to fold often or never.
 	foldEvery int
+	// promoteBackoff bounds promote's back-off (promote.go); 0 means
+	// maxPromoteBackoff, negative turns the back-off off. New replaces
+	// it with the bound in effect (0 for off). Benchmarks set it to
+	// compare the two in one run.
+	promoteBackoff int
 }
 
 // CloseMode says what Close does with queued tasks.

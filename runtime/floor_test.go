@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ import (
 //	          Join frame (the user's code would call remember and forget)
 //	jobs1w    Jobs.Join on a one-worker runtime
 //	jobsAll   Jobs.Join on one worker per usable CPU
+//	jobsAllEager  the same with promote's back-off off: every fork made
+//	          while a thief could use work is promoted
 //	closures  Ctx.Join with closures on a one-worker runtime (not a layer
 //	          of the others: the closure form, for its own target)
 //	allocs    the serial recursion with the two heap allocations that a
@@ -58,6 +61,7 @@ func BenchmarkFibFloor(b *testing.B) {
 
 func benchFibFloor(b *testing.B, n int) {
 	one, all := benchRuntime(b, 1), benchRuntime(b, 0)
+	eager := benchRuntimeCfg(b, Config{promoteBackoff: -1})
 
 	var fibFunc, fibRemember func(c *Ctx, n int) (int, error)
 	fibFunc = func(c *Ctx, n int) (int, error) {
@@ -93,6 +97,7 @@ func benchFibFloor(b *testing.B, n int) {
 		{name: "direct+remember", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibDirectRemember(c, n, &forks) }, oneCPU: true},
 		{name: "jobs1w", rt: one, fib: jobs1.fn, oneCPU: true},
 		{name: "jobsAll", rt: all, fib: jobsAll.fn},
+		{name: "jobsAllEager", rt: eager, fib: newFibJobs(eager).fn},
 		{name: "closures", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibClosures(c, n), nil }, oneCPU: true},
 		{name: "allocs", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibAllocs(n, new(Func)), nil }, oneCPU: true},
 		{name: "cutoff1w", rt: one, fib: newFibCutoff(one, 12).fn, oneCPU: true},
@@ -128,7 +133,7 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 			i := (k + round) % len(layers)
 			l := &layers[i]
 			ts := tids[l.rt]
-			err := l.rt.Go(context.Background(), func(c *Ctx) error {
+			err := onWorker(l.rt, func(c *Ctx) error {
 				w0 := runQueueWaits(ts)
 				c0, t0 := threadCPU(), time.Now()
 				got, err := l.fib(c, n)
@@ -144,7 +149,7 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 					b.Errorf("%s: fib(%d) = %d, want %d", l.name, n, got, want)
 				}
 				return err
-			}).Wait()
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -173,14 +178,19 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 }
 
 // workerTIDs returns the thread id of each of rt's workers, by worker id
-// (a worker's goroutine is locked to its thread).
+// (a worker's goroutine is locked to its thread). It waits for its tasks
+// before Group.Wait, which would otherwise run them on this goroutine's
+// thread as a lent worker (onWorker).
 func workerTIDs(b *testing.B, rt *Runtime) []int {
 	tids := make([]int, rt.Workers())
 	var seen atomic.Int32
 	for seen.Load() != int32(len(tids)) {
 		g := rt.Group(context.Background())
+		var ran sync.WaitGroup
+		ran.Add(4 * len(tids))
 		for range 4 * len(tids) {
 			g.Go(func(c *Ctx) error {
+				defer ran.Done()
 				if tids[c.Worker()] == 0 {
 					tids[c.Worker()] = unix.Gettid()
 					seen.Add(1)
@@ -189,11 +199,28 @@ func workerTIDs(b *testing.B, rt *Runtime) []int {
 				return nil
 			})
 		}
+		ran.Wait()
 		if err := g.Wait(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	return tids
+}
+
+// onWorker runs body as a task on rt and returns its error, having waited
+// for the task before calling Group.Wait: a Wait that finds the task's
+// worker parked would run the task itself, as that worker, on this
+// goroutine's thread (lend.go), which is not the worker's pinned thread
+// and need not stay the same thread, so its thread CPU time and run-queue
+// waits would not be the worker's.
+func onWorker(rt *Runtime, body func(c *Ctx) error) error {
+	done := make(chan struct{})
+	g := rt.Go(context.Background(), func(c *Ctx) error {
+		defer close(done)
+		return body(c)
+	})
+	<-done
+	return g.Wait()
 }
 
 // runQueueWaits returns, for each thread of tids, the time it has spent

@@ -172,14 +172,11 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 }
 
 // joinSlow is Join when its fast path does not apply: the outermost Join
-// of a task (joinGuarded), or a position whose slot past the end of w's
-// list holds no job of js. It puts w's job for that position there and
-// joins again, now on the fast path.
+// of a task, or a position whose slot past the end of w's list holds no
+// job of js. It puts w's job for that position there and joins again, now
+// on the fast path, through joinGuarded for the outermost.
 func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
-	if !w.guarded {
-		return js.joinGuarded(c, a, b)
-	}
 	k := len(w.forks)
 	var j *job[A, R]
 	if f := js.local[w.id].frames; k < len(f) {
@@ -189,11 +186,15 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 		j = js.newFrame(w, k)
 	}
 	w.forks = append(w.forks, &j.t)[:k]
+	if !w.guarded {
+		return js.joinGuarded(c, a, b)
+	}
 	return js.Join(c, a, b)
 }
 
-// joinGuarded is Join for the outermost Join of a task: it recovers a
-// panic in it or in any Join below it (see Ctx.Join).
+// joinGuarded is Join for the outermost Join of a task, called with its
+// job in place for the fast path: it recovers a panic in it or in any
+// Join below it (see Ctx.Join).
 func (js *Jobs[A, R]) joinGuarded(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
 	base := len(w.forks)
@@ -226,8 +227,10 @@ func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) 
 		}
 	}
 	if p == &j.t {
+		w.tookBack()
 		rb, err = js.fn(c, b)
 	} else {
+		w.lostToThief()
 		c.waitLatch(&j.t)
 		rb, err = j.res, j.t.err
 	}

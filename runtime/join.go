@@ -9,7 +9,8 @@ import (
 // done: the first non-nil of a's and b's errors. b is remembered, not
 // published (promote.go): a runs at once, and unless a thief could use b
 // meanwhile (some worker searching or parked while this worker's deque is
-// empty), b then runs as a plain call on this Ctx. A promoted b is on the
+// empty, and this worker's promotions are not backing off after ones
+// that nobody took), b then runs as a plain call on this Ctx. A promoted b is on the
 // deque: this worker takes it back if no thief did, else helps with other
 // work until the thief finishes it. Both see the caller's Ctx when run
 // here; a stolen b gets its own. A nil a or b does nothing.
@@ -57,6 +58,7 @@ func (c *Ctx) Join(a, b Func) error {
 	for {
 		p := w.dq.Pop()
 		if p == t {
+			w.tookBack()
 			var errB error
 			if b != nil {
 				errB = b(c)
@@ -69,6 +71,7 @@ func (c *Ctx) Join(a, b Func) error {
 		}
 		w.execute(p)
 	}
+	w.lostToThief()
 	c.waitLatch(t)
 	errB := t.err
 	w.freeTask(t)
@@ -233,6 +236,7 @@ func (c *Ctx) parallelFor(lo, hi, chunk int, adapt bool, fn func(c *Ctx, lo, hi 
 			return firstErr(first, err)
 		}
 		if hi-lo > chunk && c.w.wantsSplit() {
+			c.w.promoteSkip = 0 // this split is for the thief: promote it
 			mid := lo + (hi-lo)/2
 			err := c.Join(
 				func(c *Ctx) error { return c.parallelFor(lo, mid, chunk, adapt, fn) },

@@ -138,3 +138,58 @@ func TestPanicUnwindsToOutermostJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPromoteBackoff checks promote's back-off on a one-worker runtime,
+// driving the worker's fork list by hand: each promotion taken back
+// doubles the number of forks that pass unpromoted, up to the bound; a
+// promotion lost to a thief ends the back-off, and so does the start of
+// a task; a skipped fork pushes nothing.
+func TestPromoteBackoff(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1, promoteBackoff: 20})
+	err := rt.Go(context.Background(), func(c *Ctx) error {
+		w := c.w
+		for i, want := range []int{1, 3, 7, 15, 20, 20} {
+			w.tookBack()
+			if w.promoteSkip != want || w.promoteBackoff != want {
+				t.Errorf("after %d take-backs: skip %d, back-off %d; want %d", i+1, w.promoteSkip, w.promoteBackoff, want)
+			}
+		}
+		var f Task
+		k := w.remember(&f)
+		for range 20 {
+			w.promote()
+		}
+		if n := w.stealQ.Len(); n != 0 || w.forkBase != 0 || w.promoteSkip != 0 {
+			t.Errorf("after skipping 20 forks: deque holds %d, forkBase %d, skip %d; want 0, 0, 0", n, w.forkBase, w.promoteSkip)
+		}
+		w.promote()
+		if n := w.stealQ.Len(); n != 1 || w.forkBase != 1 {
+			t.Errorf("after the back-off: deque holds %d, forkBase %d; want 1, 1", n, w.forkBase)
+		}
+		if w.forget(k) {
+			t.Error("forget: a promoted fork reported as only remembered")
+		}
+		if p := w.dq.Pop(); p != &f {
+			t.Errorf("Pop = %p, want the promoted fork %p", p, &f)
+		}
+		w.lostToThief()
+		if w.promoteSkip != 0 || w.promoteBackoff != 0 {
+			t.Errorf("after a steal: skip %d, back-off %d; want 0, 0", w.promoteSkip, w.promoteBackoff)
+		}
+		w.tookBack()
+		return nil
+	}).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The next task starts without the back-off the last one left.
+	err = rt.Go(context.Background(), func(c *Ctx) error {
+		if w := c.w; w.promoteSkip != 0 || w.promoteBackoff != 0 {
+			t.Errorf("a new task: skip %d, back-off %d; want 0, 0", w.promoteSkip, w.promoteBackoff)
+		}
+		return nil
+	}).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -66,6 +66,12 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.foldEvery <= 0 {
 		cfg.foldEvery = defaultFoldEvery
 	}
+	switch {
+	case cfg.promoteBackoff == 0:
+		cfg.promoteBackoff = maxPromoteBackoff
+	case cfg.promoteBackoff < 0:
+		cfg.promoteBackoff = 0
+	}
 	topo := cfg.Topology
 	if topo == nil {
 		var err error

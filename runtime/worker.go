@@ -72,6 +72,11 @@ type worker struct {
 	// guarded: an outermost Join of the running task is on the stack and
 	// recovers panics for the Joins below it (Ctx.Join).
 	guarded bool
+	// promoteSkip is how many more forks made while a thief could use
+	// work let the chance pass instead of promoting; promoteBackoff is
+	// what the next promotion taken back by its own join sets it to
+	// (promote.go's back-off).
+	promoteSkip, promoteBackoff int
 
 	// The coarse clock and periodic balancing (periodic.go).
 	now        int64 // ns since the runtime started, as of the last clock read
@@ -176,8 +181,9 @@ func (w *worker) loop() {
 
 // lingerFor is how long a worker whose search failed keeps looking, as a
 // spinner, while another worker is busy, before it parks: a busy worker
-// promotes a remembered fork at its next fork once it sees a spinner
-// (promote.go); a parked worker would learn of it only through a
+// promotes a remembered fork at its next fork once it sees a spinner, or
+// within maxPromoteBackoff forks while it backs off (promote.go); a
+// parked worker would learn of it only through a
 // wake-up, some 10–20 µs later (inject_latency_ns of numasteal bench
 // forkjoin). 50 µs measured better than 20 µs and as well as 200 µs
 // (BenchmarkFibFloor's two-worker layers). An idle runtime does not
@@ -283,6 +289,7 @@ func (w *worker) execute(t *Task) {
 	}
 	w.busy.Store(true)
 	w.maybeBalanceBusy()
+	w.promoteSkip, w.promoteBackoff = 0, 0 // promote.go's back-off is per task
 	lc, prev := t.labelCtx(), w.labels
 	if lc != prev {
 		w.setLabels(lc) // a named group's task, or an unnamed one nested in it
