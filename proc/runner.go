@@ -23,12 +23,18 @@ type PinMode uint8
 
 const (
 	// PinCPU confines the child (and its children) to the one CPU chosen at
-	// fork time, when the child has that CPU to itself among the runner's
-	// processes. A child placed on a CPU that already runs one (the runner
-	// has more slots than the placement could find idle CPUs) is confined
-	// to that CPU's node instead: the kernel cannot balance a process
-	// pinned to one CPU, and several pinned to the same CPU while another
-	// CPU idles waste it (docs/BENCHMARKS.md, kernbench at -j 16×CPUs).
+	// fork time, when the runner's processes fill that CPU's node: the
+	// child has its CPU to itself among them, and every other CPU of the
+	// node runs one (or a Go task of the runtime). Otherwise it is
+	// confined to the node, as PinNode: a child placed on a CPU that
+	// already runs one (the runner has more slots than the placement could
+	// find idle CPUs) could not leave it for a CPU that idles (the kernel
+	// cannot balance a process pinned to one CPU; docs/BENCHMARKS.md,
+	// kernbench at -j 16×CPUs); and while the node has a CPU free of the
+	// runner's work, a task of several processes (a shell pipeline, a
+	// compiler driver with its passes, a threaded link, a sub-build) uses
+	// it as the kernel's fork balancing would, and the child's start runs
+	// beside its parent's last steps of the fork instead of after them.
 	PinCPU PinMode = iota
 	// PinNode confines it to the usable CPUs of that CPU's NUMA node, so
 	// the kernel may still balance it inside the node.
@@ -478,6 +484,22 @@ func (r *Runner) command(cmd Command, res *Result, capt *capture) *exec.Cmd {
 	return c
 }
 
+// spareInNode reports whether a usable CPU of node other than cpu runs
+// none of the runner's processes and no Go task.
+func (r *Runner) spareInNode(node, cpu int) bool {
+	n, ok := r.rt.Topology().Node(node)
+	if !ok {
+		return false
+	}
+	load := (*processLoad)(r)
+	for c := range n.Usable.All() {
+		if c != cpu && !load.Running(c) {
+			return true
+		}
+	}
+	return false
+}
+
 // fork starts c as a task of the Supervisor, on CPU cpu (or its node);
 // shared says that the CPU already runs another of the runner's processes,
 // which turns PinCPU into the node's CPUs. The child is confined from its
@@ -489,7 +511,7 @@ func (r *Runner) fork(ctx context.Context, c *exec.Cmd, cpu int, shared bool, re
 	node := topo.NodeOf(cpu)
 	res.CPU, res.Node = cpu, node
 	pin := r.pin
-	if pin == PinCPU && shared {
+	if pin == PinCPU && (shared || r.spareInNode(node, cpu)) {
 		pin = PinNode
 	}
 	var set cpuset.Set

@@ -261,7 +261,8 @@ func TestProcessCanceledBeforeStart(t *testing.T) {
 }
 
 // The child and its own children start confined to the placed CPU (or its
-// node's CPUs).
+// node's CPUs). A task run alone gets its node's CPUs under PinCPU too
+// when the node has another CPU, free of the runner's work.
 func TestProcessAffinity(t *testing.T) {
 	rt := newTestRuntime(t, runtime.Config{})
 	for _, mode := range []PinMode{PinCPU, PinNode} {
@@ -278,11 +279,59 @@ func TestProcessAffinity(t *testing.T) {
 				if res.Affinity.IsEmpty() || string(out) != want+want {
 					t.Fatalf("affinity %q, child saw %q", res.Affinity, out)
 				}
-				if mode == PinCPU && res.Affinity.String() != strconv.Itoa(res.CPU) {
-					t.Fatalf("PinCPU gave %q for CPU %d", res.Affinity, res.CPU)
+				// Alone, the child gets its node's CPUs (its CPU when the
+				// node has no other, or no usable CPU to speak of).
+				node, _ := rt.Topology().Node(res.Node)
+				if node.Usable.Len() > 1 && !res.Affinity.Equal(node.Usable) {
+					t.Fatalf("%v, alone: %q for CPU %d, want node %d's CPUs %s", mode, res.Affinity, res.CPU, res.Node, node.Usable)
 				}
 			}
 		})
+	}
+}
+
+// PinCPU pins a process to its CPU once the runner's processes fill the
+// node: with one slot per CPU, processes started one after another (each
+// running before the next is placed) take one CPU each, and the last
+// placed on each node, which has the only CPU left, is pinned to it; the
+// others, placed while a CPU of their node was free, got their node's
+// CPUs.
+func TestProcessPinsWhenNodeFull(t *testing.T) {
+	rt := newTestRuntime(t, runtime.Config{})
+	n := rt.Workers()
+	r := newTestRunner(t, rt, Config{Pin: PinCPU, Slots: n})
+	release := filepath.Join(t.TempDir(), "go")
+	var ps []*Process
+	for range n {
+		p := r.Start(context.Background(), Command{Args: sh(`grep Cpus_allowed_list /proc/self/status; while [ ! -e ` + release + ` ]; do sleep 0.01; done`)})
+		waitOutput(t, p)
+		ps = append(ps, p)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pinned := map[int]int{} // per node
+	for _, p := range ps {
+		res := p.Wait()
+		out, _ := res.Stdout.Bytes()
+		res.Close()
+		if !res.Success() {
+			t.Fatalf("err %v", res.Err)
+		}
+		if want := "Cpus_allowed_list:\t" + res.Affinity.String() + "\n"; string(out) != want {
+			t.Fatalf("affinity %q, child saw %q", res.Affinity, out)
+		}
+		if res.Affinity.String() == strconv.Itoa(res.CPU) {
+			pinned[res.Node]++
+		}
+	}
+	for _, node := range rt.Topology().Nodes {
+		if node.Usable.IsEmpty() {
+			continue
+		}
+		if pinned[node.ID] != 1 {
+			t.Errorf("node %d (%s): %d processes pinned to their CPU, want 1, the last placed there", node.ID, node.Usable, pinned[node.ID])
+		}
 	}
 }
 
