@@ -290,6 +290,23 @@ func TestProcessAffinity(t *testing.T) {
 	}
 }
 
+// waitMask waits for a process that printed its Cpus_allowed_list line
+// and returns its result, after checking that it saw the affinity its
+// result names.
+func waitMask(t *testing.T, p *Process) *Result {
+	t.Helper()
+	res := p.Wait()
+	out, _ := res.Stdout.Bytes()
+	res.Close()
+	if !res.Success() {
+		t.Fatalf("err %v", res.Err)
+	}
+	if want := "Cpus_allowed_list:\t" + res.Affinity.String() + "\n"; string(out) != want {
+		t.Fatalf("affinity %q, child saw %q", res.Affinity, out)
+	}
+	return res
+}
+
 // PinCPU pins a process to its CPU once the runner's processes fill the
 // node: with one slot per CPU, processes started one after another (each
 // running before the next is placed) take one CPU each, and the last
@@ -312,15 +329,7 @@ func TestProcessPinsWhenNodeFull(t *testing.T) {
 	}
 	pinned := map[int]int{} // per node
 	for _, p := range ps {
-		res := p.Wait()
-		out, _ := res.Stdout.Bytes()
-		res.Close()
-		if !res.Success() {
-			t.Fatalf("err %v", res.Err)
-		}
-		if want := "Cpus_allowed_list:\t" + res.Affinity.String() + "\n"; string(out) != want {
-			t.Fatalf("affinity %q, child saw %q", res.Affinity, out)
-		}
+		res := waitMask(t, p)
 		if res.Affinity.String() == strconv.Itoa(res.CPU) {
 			pinned[res.Node]++
 		}
@@ -358,15 +367,7 @@ func TestProcessOversubscribedPinsToNode(t *testing.T) {
 	exclusive := map[int]bool{}
 	shared := 0
 	for _, p := range ps {
-		res := p.Wait()
-		out, _ := res.Stdout.Bytes()
-		res.Close()
-		if !res.Success() {
-			t.Fatalf("err %v", res.Err)
-		}
-		if want := "Cpus_allowed_list:\t" + res.Affinity.String() + "\n"; string(out) != want {
-			t.Fatalf("affinity %q, child saw %q", res.Affinity, out)
-		}
+		res := waitMask(t, p)
 		node, _ := rt.Topology().Node(res.Node)
 		if node.Usable.Len() == 1 {
 			// One usable CPU in the node: its CPU and its node are one
