@@ -67,8 +67,11 @@ func TestDeadBuildDropsWaiting(t *testing.T) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
+	// The grant comes before the job's command has run its first line:
+	// both are waited for.
 	poll(t, "one job running and seven waiting", func() bool {
-		return strings.Contains(e.statusJSON(), `"waiting":7`)
+		b, _ := os.ReadFile(ran)
+		return strings.Contains(e.statusJSON(), `"waiting":7`) && strings.Count(string(b), "\n") >= 1
 	})
 	b, _ := os.ReadFile(ran)
 	if f := strings.Fields(string(b)); len(f) == 2 {

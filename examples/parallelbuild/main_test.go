@@ -43,8 +43,12 @@ func TestBuildAndRun(t *testing.T) {
 		if tr.Proc.End.After(link.Proc.Start) {
 			t.Errorf("%s ended after the link started", tr.Task.ID)
 		}
-		if tr.Proc.CPU < 0 || tr.Proc.Affinity.Len() != 1 {
-			t.Errorf("%s: CPU %d affinity %q, want one placed CPU", tr.Task.ID, tr.Proc.CPU, tr.Proc.Affinity)
+		// Placed on a CPU, and confined to it or, while the build
+		// left a CPU of its node free, to the node's CPUs.
+		node, _ := rt.Topology().Node(tr.Proc.Node)
+		if tr.Proc.CPU < 0 || !tr.Proc.Affinity.Contains(tr.Proc.CPU) ||
+			(tr.Proc.Affinity.Len() > 1 && !tr.Proc.Affinity.Equal(node.Usable)) {
+			t.Errorf("%s: CPU %d affinity %q, want that CPU or node %d's CPUs %s", tr.Task.ID, tr.Proc.CPU, tr.Proc.Affinity, tr.Proc.Node, node.Usable)
 		}
 	}
 	out, err := exec.Command(bin).Output()
