@@ -83,6 +83,10 @@ func Run(c Config) int {
 	// exists.
 	sendErr := a.send(req, false)
 	in := startSignals()
+	// The command goes to the OOM killer before make and the daemon
+	// (package doc, step 5); the command, forked or exec'd, keeps it. A
+	// failure costs only the choice of the victim.
+	_, _ = oomscore.Raise(0, oomscore.Task)
 	prog, argv, code := c.program(stderr)
 	if code != 0 {
 		a.close()
@@ -153,8 +157,6 @@ func runLocal(in inherited, fw *forwarder, progName, prog string, argv []string,
 	}
 	pin(slot.grant, online)
 	preferNode(slot.grant, online)
-	// A failure costs only the choice of the OOM killer's victim.
-	_, _ = oomscore.Raise(0, oomscore.Task)
 	env := withEnv(os.Environ(), SlotEnv, slot.job)
 	if handoff == "1" {
 		// The daemon watches this process from now on; the exec closes
