@@ -131,8 +131,9 @@ func NewGovernor(src *Source, t Thresholds, o Options) *Governor {
 // Admit reports whether a job of need may start now, with running jobs
 // of the owner running (Plan.Fits), and when it may, takes its need from
 // the room so that the next question sees it. A plan older than the
-// sampling interval (intervalLocked) is made again first, and its freeze or thaw carried
-// out. The owner then calls Add.
+// sampling interval (Options.Interval, as stretched or shortened by the
+// memory left) is made again first, and its freeze or thaw carried out.
+// The owner then calls Add.
 func (g *Governor) Admit(need int64, running int) bool {
 	g.mu.Lock()
 	var m moves
