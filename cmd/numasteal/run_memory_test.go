@@ -243,10 +243,26 @@ func concurrentAfter(t *testing.T, path string, from time.Duration) int {
 
 // A compile bigger than the group's whole limit runs once, alone, and
 // fails with a message naming its peak and the limit.
+//
+// When the kernel cannot reap the OOM-killed compile at once (oom_reaper
+// gives up on an mm it cannot lock), an allocation meanwhile may make it
+// take a second victim in the group: with the compile gone, numasteal,
+// the largest process left (its tasks' raised OOM score cannot help when
+// none is left). Such a run, numasteal killed and the group's count up by
+// more than one, is made again, at most three in all; numasteal's own
+// memory in a group apart from its tasks' would end it.
 func TestRunMemoryTooBigFailsOnce(t *testing.T) {
 	g := memtest.NewGroup(t, 400<<20)
 	p := newMemProject(t, []int{600}, 400)
-	r := numastealInGroup(t, g, p.src, "--history", "", p.cmds)
+	var r ranInGroup
+	for try := 1; ; try++ {
+		before := g.OOMKills()
+		r = numastealInGroup(t, g, p.src, "--history", "", p.cmds)
+		if r.code != -1 || g.OOMKills()-before < 2 || try == 3 {
+			break
+		}
+		t.Logf("attempt %d: the OOM killer took numasteal as a second victim; again", try)
+	}
 	if r.code != exitFail {
 		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitFail, r.stdout, r.stderr)
 	}
