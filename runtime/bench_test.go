@@ -40,11 +40,12 @@ func benchRuntimeCfg(b *testing.B, cfg Config) *Runtime {
 
 func benchNop(*Ctx) error { return nil }
 
-// inTask runs body as a task on rt and fails b if it returns an error. The
-// benchmark goroutine blocks meanwhile, so body may use b's timer.
+// inTask runs body as a task on one of rt's workers, on that worker's
+// thread (onWorker), and fails b if it returns an error. The benchmark
+// goroutine blocks meanwhile, so body may use b's timer.
 func inTask(b *testing.B, rt *Runtime, body func(c *Ctx) error) {
 	b.Helper()
-	if err := rt.Go(context.Background(), body).Wait(); err != nil {
+	if err := onWorker(rt, body); err != nil {
 		b.Fatal(err)
 	}
 }
