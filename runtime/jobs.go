@@ -230,7 +230,7 @@ func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) 
 		w.tookBack()
 		rb, err = js.fn(c, b)
 	} else {
-		w.lostToThief()
+		w.endBackoff() // a thief took it
 		c.waitLatch(&j.t)
 		rb, err = j.res, j.t.err
 	}

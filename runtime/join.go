@@ -71,7 +71,7 @@ func (c *Ctx) Join(a, b Func) error {
 		}
 		w.execute(p)
 	}
-	w.lostToThief()
+	w.endBackoff() // a thief took t
 	c.waitLatch(t)
 	errB := t.err
 	w.freeTask(t)
@@ -236,7 +236,7 @@ func (c *Ctx) parallelFor(lo, hi, chunk int, adapt bool, fn func(c *Ctx, lo, hi 
 			return firstErr(first, err)
 		}
 		if hi-lo > chunk && c.w.wantsSplit() {
-			c.w.promoteSkip = 0 // this split is for the thief: promote it
+			c.w.promoteNext() // this split is for the thief
 			mid := lo + (hi-lo)/2
 			err := c.Join(
 				func(c *Ctx) error { return c.parallelFor(lo, mid, chunk, adapt, fn) },

@@ -49,13 +49,13 @@ package runtime
 // (BenchmarkEmptyJoin). So each take-back doubles the number of forks
 // that then let a promotion's chance pass (1, 3, 7, … up to
 // maxPromoteBackoff; tookBack), and a promotion a thief took ends the
-// back-off (lostToThief); each task the worker starts begins without
-// one (execute). The back-off is kept in promote, which a fork calls
+// back-off, and each task the worker starts begins without one
+// (endBackoff). The back-off is kept in promote, which a fork calls
 // only while a thief could use work, so a fork with every worker busy
 // pays nothing more. Promotion still takes the oldest remembered fork,
 // so the first one after a back-off is as big as it would have been.
 // ParallelFor's splits, made only for an idle thief, are promoted
-// whatever the back-off.
+// whatever the back-off (promoteNext).
 //
 // The count is of forks, not of time: no clock is read. What that
 // costs: a task that, after a run of short joins nobody helped with,
@@ -198,11 +198,19 @@ func (w *worker) tookBack() {
 	w.promoteSkip = w.promoteBackoff
 }
 
-// lostToThief records that a thief took a promoted fork: promotions pay
-// off, so the next fork made while a thief could use work promotes again.
+// endBackoff ends promote's back-off: a thief took a promoted fork
+// (promotions pay off), or the worker starts a task (each begins without
+// one), so the next fork made while a thief could use work promotes.
 // Owner only.
-func (w *worker) lostToThief() {
+func (w *worker) endBackoff() {
 	w.promoteBackoff, w.promoteSkip = 0, 0
+}
+
+// promoteNext has the next fork made while a thief could use work
+// promoted whatever the back-off, which resumes after it: a fork made
+// only for the thief (ParallelFor's split). Owner only.
+func (w *worker) promoteNext() {
+	w.promoteSkip = 0
 }
 
 // forkSeg is one entry of worker.segs.

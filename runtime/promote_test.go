@@ -172,7 +172,7 @@ func TestPromoteBackoff(t *testing.T) {
 		if p := w.dq.Pop(); p != &f {
 			t.Errorf("Pop = %p, want the promoted fork %p", p, &f)
 		}
-		w.lostToThief()
+		w.endBackoff()
 		if w.promoteSkip != 0 || w.promoteBackoff != 0 {
 			t.Errorf("after a steal: skip %d, back-off %d; want 0, 0", w.promoteSkip, w.promoteBackoff)
 		}

@@ -289,7 +289,7 @@ func (w *worker) execute(t *Task) {
 	}
 	w.busy.Store(true)
 	w.maybeBalanceBusy()
-	w.promoteSkip, w.promoteBackoff = 0, 0 // promote.go's back-off is per task
+	w.endBackoff() // promote.go's back-off is per task
 	lc, prev := t.labelCtx(), w.labels
 	if lc != prev {
 		w.setLabels(lc) // a named group's task, or an unnamed one nested in it
