@@ -26,11 +26,8 @@ import (
 // no placement. Contenders alternate point by point.
 
 // sdetScript is the fixed mix, run in the script's own directory holding
-// input.txt and small.c.
-var sdetScript = sdetScriptShape[:]
-
-// sdetScriptShape is sdetScript as an array, whose length sizes sdetTimes.
-var sdetScriptShape = [...][]string{
+// input.txt and small.c; an array, whose length sizes sdetTimes.
+var sdetScript = [...][]string{
 	{"cc", "-O1", "-c", "small.c", "-o", "small.o"},
 	{"grep", "-c", "numasteal", "input.txt"},
 	{"sort", "input.txt", "-o", "sorted.txt"},
@@ -95,7 +92,7 @@ type SDETCommand struct {
 // sdetTimes sums the wall time of each command of the script and counts
 // its runs.
 type sdetTimes struct {
-	ns, runs [len(sdetScriptShape)]atomic.Int64
+	ns, runs [len(sdetScript)]atomic.Int64
 }
 
 // mean returns command i's mean wall time in microseconds.
