@@ -849,15 +849,40 @@ func TestOOMScoreAdj(t *testing.T) {
 			task.Wait()
 		}
 	})
-	// At or below this process's own value, tasks keep what they inherit.
-	s := newSup(t, Options{NoCgroup: true, OOMScoreAdj: max(own, 0)})
+}
+
+// oomHighEnv marks the run of this test binary that TestOOMScoreAdjNeverLowers
+// starts at oom_score_adj 900.
+const oomHighEnv = "NUMASTEAL_TEST_OOM_HIGH"
+
+// A Supervisor never lowers what its tasks inherit: in a process at 900,
+// OOMScoreAdj 500 leaves them at 900. The test runs itself again at 900
+// (raising needs no privilege), which this process cannot come back from
+// without one.
+func TestOOMScoreAdjNeverLowers(t *testing.T) {
+	if os.Getenv(oomHighEnv) == "" {
+		if own, err := oomscore.Get(0); err != nil || own >= 900 {
+			t.Skipf("SKIP: this process's oom_score_adj is %d (%v)", own, err)
+		}
+		cmd := exec.Command("sh", "-c", `echo 900 > /proc/self/oom_score_adj && exec "$0" -test.run='^TestOOMScoreAdjNeverLowers$' -test.v`, os.Args[0])
+		cmd.Env = append(os.Environ(), oomHighEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestOOMScoreAdjNeverLowers") {
+			t.Fatalf("the run at oom_score_adj 900: %v\n%s", err, out)
+		}
+		return
+	}
+	if own, err := oomscore.Get(0); err != nil || own != 900 {
+		t.Fatalf("this run's oom_score_adj is %d (%v), want 900", own, err)
+	}
+	s := newSup(t, Options{NoCgroup: true, OOMScoreAdj: oomscore.Task})
 	task, err := s.Start(context.Background(), exec.Command("sleep", "1000"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := adjOf(task); got != own {
-		t.Errorf("OOMScoreAdj at this process's own %d: the task has %d", own, got)
+	defer task.Wait()
+	defer task.Kill()
+	if got, err := oomscore.Get(task.Pid()); err != nil || got != 900 {
+		t.Errorf("OOMScoreAdj %d below this process's 900: the task has %d (%v), want 900", oomscore.Task, got, err)
 	}
-	task.Kill()
-	task.Wait()
 }

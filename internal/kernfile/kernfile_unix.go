@@ -2,10 +2,10 @@
 
 // Package kernfile reads and writes the small files of the kernel's file
 // systems (procfs, sysfs, cgroupfs) with plain system calls: open, read
-// until end of file (or one write), close. os.ReadFile also offers each such file to Go's poller
-// (kernfs files can be polled, so it takes an fcntl and an epoll_ctl to
-// add and one to remove) and fstats it, which doubles the cost of a read
-// that runs once per task or per launch.
+// until end of file (or one write), close. os.ReadFile also offers each
+// such file to Go's poller (kernfs files can be polled, so it takes an
+// fcntl and an epoll_ctl to add and one to remove) and fstats it, which
+// doubles the cost of a read that runs once per task or per launch.
 package kernfile
 
 import (
