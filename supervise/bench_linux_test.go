@@ -36,9 +36,9 @@ func BenchmarkStartPlain(b *testing.B) {
 }
 
 func BenchmarkStartKeptThread(b *testing.B) {
-	f := newForker(1, zap.NewNop())
+	f := newForker(1, zap.NewNop(), nil)
 	defer f.close()
-	benchStart(b, func(c *exec.Cmd) error { return f.start(c, nil) })
+	benchStart(b, func(c *exec.Cmd) error { _, err := f.start(c, nil); return err })
 }
 
 // placement0 is CPU 0 of this process's CPUs.
@@ -57,9 +57,9 @@ func BenchmarkStartPlacedAffinity(b *testing.B) {
 
 func BenchmarkStartPlacedKeptThread(b *testing.B) {
 	p := placement0(b)
-	f := newForker(1, zap.NewNop())
+	f := newForker(1, zap.NewNop(), nil)
 	defer f.close()
-	benchStart(b, func(c *exec.Cmd) error { return f.start(c, &p) })
+	benchStart(b, func(c *exec.Cmd) error { _, err := f.start(c, &p); return err })
 }
 
 // BenchmarkTask is a whole task of /bin/true: marker, process group,

@@ -89,6 +89,32 @@
 // KillMode=control-group. Only a privileged process that writes a member's
 // pid into some other cgroup takes it out of the task.
 //
+// The tasks' memory. With Options.TaskMemoryLimit the tasks run in a
+// memory cgroup that holds them and nothing else, limited to that many
+// bytes: normally the limit of this process's own memory cgroups less a
+// margin for this process (memory.TasksLimit). When the tasks outgrow it
+// the kernel's OOM killer chooses among them alone: never this process,
+// however its victim is chosen, a second kill for a victim the kernel
+// could not reap at once included (oom_score_adj only ranks processes,
+// and once no task is left to take, the largest process left is the
+// supervisor). In the v1 memory hierarchy, which a hybrid machine gives
+// the controller, it is a cgroup numasteal-RUN below this process's own.
+// v1 cannot clone into a cgroup, but its membership is per thread and a
+// child is born in its forking thread's cgroup: each kept fork thread
+// enters the cgroup for good as it starts (its tasks file), and StartHere
+// moves the caller's locked thread in for the fork and out again (two
+// writes of about 2 µs). Neither is ever the main thread, whose cgroup
+// is the one the whole process's memory is charged to (the mm's owner);
+// the runtime starts no thread from a locked one (it asks its template
+// thread), so no other thread of this process enters. A child whose
+// forking thread could not enter is moved in right after its fork
+// (cgroup.procs), beside its OOM score. In v2 it is the run's
+// cgroup, its tasks cloned into it, with the memory controller enabled in
+// its parent; v2 enables no controller below a cgroup that holds
+// processes, so this needs a CgroupParent without members (a delegated
+// subtree), or the hierarchy's root. Close, and the watchdog when this
+// process dies, remove it.
+//
 // The reaper. With Options.Subreaper, this process is a child subreaper
 // (PR_SET_CHILD_SUBREAPER, tini -s): an orphan anywhere below it is
 // reparented here instead of to init, and when it exits it is a zombie
@@ -199,6 +225,7 @@
 //	second INT (Kill)       group KILL            cgroup.kill or marker KILL  Cmd.Wait, reaper
 //	stop / continue         cgroup.freeze, else SIGSTOP/SIGCONT to group and marker
 //	supervisor dies         Pdeathsig             watchdog: marker + cgroup   init (or the next subreaper)
+//	                                              (+ tasks' v1 memcg)
 //
 // # What a machine without cgroup v2 delegation gets
 //

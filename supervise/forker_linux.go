@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/topology/cpuset"
@@ -31,11 +32,22 @@ import (
 // good, made at the first such start: its child inherits the mask with
 // no sched_setaffinity at all.
 
+//
+// Each kept thread may enter the tasks' v1 memory cgroup for good when it
+// starts (doc.go, "The tasks' memory"): its children are then born there.
+
 // forkReq asks a kept thread to start cmd.
 type forkReq struct {
 	cmd   *exec.Cmd
 	place *affinity.Placement
-	errc  chan error
+	done  chan forkDone
+}
+
+// forkDone is a kept thread's answer: Start's error, and whether the
+// thread is in the tasks' memory cgroup, so that its child was born there.
+type forkDone struct {
+	err    error
+	inside bool
 }
 
 // forker is the pool of kept threads.
@@ -43,20 +55,62 @@ type forker struct {
 	reqs chan forkReq
 	wg   sync.WaitGroup
 	log  *zap.Logger
+	// enter, when not nil, moves the calling kept thread into the tasks'
+	// memory cgroup, once, as the thread starts.
+	enter func() error
 
 	mu     sync.Mutex
 	closed bool
 	onCPU  map[int]chan forkReq // the requests of the thread pinned to a CPU
 }
 
-// newForker starts n kept threads.
-func newForker(n int, log *zap.Logger) *forker {
-	f := &forker{reqs: make(chan forkReq), log: log, onCPU: make(map[int]chan forkReq)}
+// newForker starts n kept threads, each moved by enter (nil: none) into
+// the tasks' memory cgroup.
+func newForker(n int, log *zap.Logger, enter func() error) *forker {
+	f := &forker{reqs: make(chan forkReq), log: log, enter: enter, onCPU: make(map[int]chan forkReq)}
 	f.wg.Add(n)
 	for range n {
-		go f.thread(log)
+		lockedOffMain(func() { f.thread(log) })
 	}
 	return f
+}
+
+// lockedOffMain runs body in a new goroutine locked to an OS thread that
+// is not the process's main thread, and returns at once; body must not
+// unlock it. The main thread is the thread group's leader: in the v1
+// memory hierarchy its cgroup is the one the whole process's memory is
+// charged to (mm->owner), so it must never enter the tasks' cgroup. A
+// goroutine that finds itself locked to it starts body's goroutine while
+// it holds the main thread, so that the runtime gives that one another.
+func lockedOffMain(body func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			body()
+			return
+		}
+		started := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(started)
+			body()
+		}()
+		<-started
+		runtime.UnlockOSThread()
+	}()
+}
+
+// enterMemory moves the calling kept thread into the tasks' memory cgroup
+// and reports whether it is there; a failure is logged.
+func (f *forker) enterMemory() bool {
+	if f.enter == nil {
+		return false
+	}
+	if err := f.enter(); err != nil {
+		f.log.Warn("supervise: a fork thread stays out of the tasks' memory cgroup; its children are moved in after the fork", zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // cpuThread returns the requests channel of the kept thread pinned to
@@ -74,7 +128,7 @@ func (f *forker) cpuThread(cpu int) chan forkReq {
 	reqs := make(chan forkReq)
 	started := make(chan bool)
 	f.wg.Add(1)
-	go f.pinnedThread(cpu, reqs, started)
+	lockedOffMain(func() { f.pinnedThread(cpu, reqs, started) })
 	if !<-started {
 		reqs = nil
 	}
@@ -82,35 +136,36 @@ func (f *forker) cpuThread(cpu int) chan forkReq {
 	return reqs
 }
 
-// pinnedThread is the goroutine of the kept thread pinned to cpu. Like
-// thread it never unlocks.
+// pinnedThread is the goroutine of the kept thread pinned to cpu, locked
+// by lockedOffMain. Like thread it never unlocks.
 func (f *forker) pinnedThread(cpu int, reqs chan forkReq, started chan<- bool) {
 	defer f.wg.Done()
-	runtime.LockOSThread()
 	if err := affinity.PinThread(cpuset.Of(cpu)); err != nil {
 		f.log.Warn("supervise: pinning a fork thread", zap.Int("cpu", cpu), zap.Error(err))
 		started <- false
 		return
 	}
+	inside := f.enterMemory()
 	started <- true
 	for r := range reqs {
-		r.errc <- r.cmd.Start()
+		r.done <- forkDone{r.cmd.Start(), inside}
 	}
 }
 
-// thread is one kept thread's goroutine. It never unlocks: when reqs is
-// closed it returns still locked, and the runtime ends the thread.
+// thread is one kept thread's goroutine, locked by lockedOffMain. It
+// never unlocks: when reqs is closed it returns still locked, and the
+// runtime ends the thread.
 func (f *forker) thread(log *zap.Logger) {
 	defer f.wg.Done()
-	runtime.LockOSThread()
 	mask, maskErr := affinity.Allowed()
 	mem, memErr := affinity.GetMemPolicy()
+	inside := f.enterMemory()
 	for r := range f.reqs {
 		if r.place == nil {
-			r.errc <- r.cmd.Start()
+			r.done <- forkDone{r.cmd.Start(), inside}
 			continue
 		}
-		r.errc <- placedStart(r.cmd, *r.place, maskErr, memErr)
+		r.done <- forkDone{placedStart(r.cmd, *r.place, maskErr, memErr), inside}
 		// Put the thread back as it was, for the next unplaced start.
 		if maskErr == nil {
 			if err := affinity.PinThread(mask); err != nil {
@@ -146,17 +201,19 @@ func placedStart(cmd *exec.Cmd, p affinity.Placement, maskErr, memErr error) err
 	return cmd.Start()
 }
 
-// start runs cmd.Start on a kept thread and returns its error.
-func (f *forker) start(cmd *exec.Cmd, place *affinity.Placement) error {
-	errc := make(chan error, 1)
+// start runs cmd.Start on a kept thread and returns its error, and
+// whether the child was born in the tasks' memory cgroup.
+func (f *forker) start(cmd *exec.Cmd, place *affinity.Placement) (inside bool, err error) {
+	done := make(chan forkDone, 1)
 	reqs := f.reqs
 	if place != nil && place.Mem == nil && place.CPUs.Len() == 1 {
 		if r := f.cpuThread(place.CPUs.First()); r != nil {
 			reqs, place = r, nil
 		}
 	}
-	reqs <- forkReq{cmd: cmd, place: place, errc: errc}
-	return <-errc
+	reqs <- forkReq{cmd: cmd, place: place, done: done}
+	d := <-done
+	return d.inside, d.err
 }
 
 // close ends the kept threads; call it once, after every task has ended

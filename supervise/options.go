@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/numasteal/numasteal/topology"
 )
 
 // MarkerEnv is the environment variable every task's processes carry:
@@ -65,6 +67,15 @@ type Options struct {
 	// then; a process it starts before the write keeps the inherited
 	// value. 0 to 1000; 0 leaves tasks as they are.
 	OOMScoreAdj int
+	// TaskMemoryLimit, when above 0, puts every task in a memory cgroup
+	// that holds the run's tasks and nothing else, limited to this many
+	// bytes (normally the limit of this process's own memory cgroups less
+	// a margin for this process), so that when the tasks outgrow it the
+	// kernel's OOM killer chooses among them alone, never this process
+	// or another member of its cgroup; doc.go, "The tasks' memory".
+	// Where no such cgroup can be made the tasks run without it, and
+	// Mechanisms says why.
+	TaskMemoryLimit int64
 	// Logger receives the mechanism report and warnings; nil means
 	// zap.NewNop().
 	Logger *zap.Logger
@@ -87,16 +98,29 @@ type Mechanisms struct {
 	Pdeathsig bool
 	// Watchdog is the watchdog's pid, 0 without one.
 	Watchdog int
+	// TaskMemory is the memory cgroup that holds the tasks alone
+	// (Options.TaskMemoryLimit): a v1 memory cgroup of the run's, or in
+	// v2 the run's cgroup; its Dir is "" when tasks have none, and
+	// NoTaskMemoryReason says why when one was asked for.
+	TaskMemory         topology.MemoryCgroup
+	NoTaskMemoryReason string
 }
 
-// String returns a one-line summary: "cgroup=DIR subreaper pdeathsig
-// watchdog=PID", with "cgroup=none(REASON)" when there is no cgroup.
+// String returns a one-line summary: "cgroup=DIR memcg=DIR subreaper
+// pdeathsig watchdog=PID", with "cgroup=none(REASON)" when there is no
+// cgroup, and "memcg=none(REASON)" when the tasks' memory cgroup asked
+// for could not be made.
 func (m Mechanisms) String() string {
 	parts := []string{"pgroup", "marker"}
 	if m.Cgroup != "" {
 		parts = append(parts, "cgroup="+m.Cgroup)
 	} else {
 		parts = append(parts, "cgroup=none("+m.NoCgroupReason+")")
+	}
+	if m.TaskMemory.Dir != "" {
+		parts = append(parts, "memcg="+m.TaskMemory.Dir)
+	} else if m.NoTaskMemoryReason != "" {
+		parts = append(parts, "memcg=none("+m.NoTaskMemoryReason+")")
 	}
 	if m.Subreaper {
 		parts = append(parts, "subreaper")

@@ -15,6 +15,8 @@ import (
 //	                  holds NUMASTEAL_SUPERVISOR=RUNID.<task>
 //	cgroup "DIR"      the run's cgroup directory: cgroup.kill it, then
 //	                  remove it and the task cgroups below it
+//	memcg "DIR"       the tasks' v1 memory cgroup: SIGKILL its members,
+//	                  then remove it
 //	temp "PATH"       remove PATH (a file or a tree) when cleaning
 //	forget "PATH"     PATH is no longer to be removed
 //	tokens N          the supervisor now holds N jobserver tokens; write N
@@ -23,7 +25,7 @@ import (
 //
 // Strings are Go-quoted (strconv.Quote), so a path may hold any byte,
 // newlines and spaces included. Later messages replace earlier ones (run,
-// cgroup, tokens) or add to and remove from a set (temp, forget). End of
+// cgroup, memcg, tokens) or add to and remove from a set (temp, forget). End of
 // file without bye means the supervisor died: clean.
 
 // verb is the kind of a watchdog message.
@@ -32,6 +34,7 @@ type verb uint8
 const (
 	verbRun verb = iota + 1
 	verbCgroup
+	verbMemcg
 	verbTemp
 	verbForget
 	verbTokens
@@ -39,12 +42,12 @@ const (
 )
 
 // verbNames are the protocol's words, indexed by verb.
-var verbNames = [...]string{verbRun: "run", verbCgroup: "cgroup", verbTemp: "temp", verbForget: "forget", verbTokens: "tokens", verbBye: "bye"}
+var verbNames = [...]string{verbRun: "run", verbCgroup: "cgroup", verbMemcg: "memcg", verbTemp: "temp", verbForget: "forget", verbTokens: "tokens", verbBye: "bye"}
 
 // message is one line of the watchdog protocol.
 type message struct {
 	verb verb
-	arg  string // run, cgroup, temp, forget
+	arg  string // run, cgroup, memcg, temp, forget
 	n    int    // tokens
 }
 
@@ -55,7 +58,7 @@ var errProtocol = errors.New("supervise: watchdog protocol")
 func (m message) encode() []byte {
 	b := []byte(verbNames[m.verb])
 	switch m.verb {
-	case verbRun, verbCgroup, verbTemp, verbForget:
+	case verbRun, verbCgroup, verbMemcg, verbTemp, verbForget:
 		b = append(b, ' ')
 		b = strconv.AppendQuote(b, m.arg)
 	case verbTokens:

@@ -59,6 +59,8 @@ type Supervisor struct {
 
 	wd *watchdogConn // nil without a watchdog
 
+	mem *taskMemory // the tasks' memory cgroup; nil without one
+
 	oomAdj    int         // Options.OOMScoreAdj when above this process's, else 0
 	oomWarned atomic.Bool // a failed write of a task's oom_score_adj was logged
 }
@@ -122,15 +124,30 @@ func New(o Options) (*Supervisor, error) {
 		s.cg = cg
 		s.mech.Cgroup = cg.dir
 	}
+	if o.TaskMemoryLimit > 0 {
+		if m, err := makeTaskMemory(s.runID, o.TaskMemoryLimit, s.cg); err != nil {
+			s.mech.NoTaskMemoryReason = err.Error()
+		} else {
+			s.mem = m
+			s.mech.TaskMemory = m.group
+		}
+	}
 	n := o.ForkThreads
 	if n <= 0 {
 		n = 1
 	}
-	s.forker = newForker(n, s.log)
+	var enter func() error
+	if s.mem != nil && s.mem.threadsMove() {
+		enter = s.mem.enterThread
+	}
+	s.forker = newForker(n, s.log, enter)
 	if o.Watchdog != "" {
 		wd, err := s.startWatchdog(o.Watchdog, o.WatchdogTokens)
 		if err != nil {
 			s.forker.close()
+			if s.mem != nil {
+				_ = s.mem.remove()
+			}
 			if s.cg != nil {
 				_ = os.Remove(s.cg.dir)
 			}
@@ -148,6 +165,8 @@ func New(o Options) (*Supervisor, error) {
 		zap.String("run", s.runID),
 		zap.String("cgroup", s.mech.Cgroup),
 		zap.String("no_cgroup_reason", s.mech.NoCgroupReason),
+		zap.String("task_memory", s.mech.TaskMemory.Dir),
+		zap.String("no_task_memory_reason", s.mech.NoTaskMemoryReason),
 		zap.Bool("subreaper", s.mech.Subreaper),
 		zap.Bool("pdeathsig", s.mech.Pdeathsig),
 		zap.Int("watchdog", s.mech.Watchdog))
@@ -330,14 +349,20 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	}
 	s.forkMu.RLock()
 	s.forksInFlight.Add(1)
-	var err error
+	var (
+		err    error
+		inside bool // the child was born in the tasks' memory cgroup
+	)
 	if mode == here {
-		err = startHere(cmd, place)
+		inside, err = s.startHere(cmd, place)
 	} else {
-		err = s.forker.start(cmd, place)
+		inside, err = s.forker.start(cmd, place)
 	}
 	if err == nil {
 		t.pid = cmd.Process.Pid
+		if s.mem != nil && !inside {
+			s.enterTaskMemory(t.pid)
+		}
 		if s.oomAdj != 0 {
 			s.raiseOOMScore(t.pid)
 		}
@@ -380,6 +405,15 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	return t, nil
 }
 
+// enterTaskMemory moves the new child pid, forked by a thread outside
+// the tasks' v1 memory cgroup, into it. A failure leaves the task in
+// this process's memory cgroup, governed as before; it is logged once.
+func (s *Supervisor) enterTaskMemory(pid int) {
+	if err := s.mem.enter(pid); err != nil && s.mem.warned.CompareAndSwap(false, true) {
+		s.log.Warn("supervise: a task stays out of the tasks' memory cgroup", zap.Int("pid", pid), zap.Error(err))
+	}
+}
+
 // raiseOOMScore gives the new child pid the adjustment s.oomAdj. A
 // failure costs only the choice of the OOM killer's victim; it is logged
 // once.
@@ -387,6 +421,27 @@ func (s *Supervisor) raiseOOMScore(pid int) {
 	if err := oomscore.Set(pid, s.oomAdj); err != nil && s.oomWarned.CompareAndSwap(false, true) {
 		s.log.Warn("supervise: tasks keep this process's OOM score adjustment", zap.Error(err))
 	}
+}
+
+// startHere starts cmd from the calling thread, which the caller has
+// locked, in the tasks' v1 memory cgroup for the fork when there is one
+// and the thread is not the main thread, and reports whether the child
+// was born there. A thread that cannot leave the cgroup again stays
+// locked for good, so that the runtime ends it with its goroutine instead
+// of running other goroutines, and starting threads, in the cgroup.
+func (s *Supervisor) startHere(cmd *exec.Cmd, place *affinity.Placement) (inside bool, err error) {
+	if s.mem == nil || !s.mem.threadsMove() || unix.Gettid() == unix.Getpid() {
+		return false, startHere(cmd, place)
+	}
+	if err := s.mem.enterThread(); err != nil {
+		return false, startHere(cmd, place)
+	}
+	err = startHere(cmd, place)
+	if lerr := s.mem.leaveThread(); lerr != nil {
+		runtime.LockOSThread()
+		s.log.Warn("supervise: a thread that started a task stays in the tasks' memory cgroup until its goroutine ends", zap.Error(lerr))
+	}
+	return err == nil, err
 }
 
 // startHere starts cmd from the calling thread, which the caller has
@@ -809,6 +864,14 @@ func (s *Supervisor) Close() error {
 		<-s.reaperDone
 		s.reapPass()
 	}
+	// The kept threads end first: in v1 they are members of the tasks'
+	// memory cgroup until the runtime has ended them.
+	s.forker.close()
+	if s.mem != nil {
+		if err := s.mem.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.cg != nil {
 		s.cg.closeIdle()
 		if err := removeCgroupTree(s.cg.dir, 10*time.Second); err != nil {
@@ -820,6 +883,5 @@ func (s *Supervisor) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	s.forker.close()
 	return errors.Join(errs...)
 }

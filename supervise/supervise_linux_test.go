@@ -386,13 +386,16 @@ func runHelper() int {
 	mode := os.Getenv(helperEnv)
 	o := Options{
 		RunID:          os.Getenv("SUPERVISE_TEST_RUN"),
-		NoCgroup:       mode != "cgroup",
+		NoCgroup:       mode != "cgroup" && mode != "memcg",
 		Subreaper:      true,
 		Watchdog:       exe,
 		WatchdogTokens: os.NewFile(3, "tokens"),
 	}
-	if mode == "nowatchdog" {
+	switch mode {
+	case "nowatchdog":
 		o.Watchdog, o.WatchdogTokens = "", nil
+	case "memcg":
+		o.TaskMemoryLimit = 256 << 20
 	}
 	s, err := New(o)
 	if err != nil {
@@ -428,12 +431,13 @@ func runHelper() int {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	fmt.Printf("ready %s\n", s.Mechanisms().Cgroup)
+	m := s.Mechanisms()
+	fmt.Printf("ready %q %q %q\n", m.Cgroup, m.TaskMemory.Dir, m.NoTaskMemoryReason)
 	select {} // until SIGKILL
 }
 
 func TestSupervisorSIGKILLed(t *testing.T) {
-	for _, mode := range []string{"cgroup", "nocgroup"} {
+	for _, mode := range []string{"cgroup", "nocgroup", "memcg"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			run := fmt.Sprintf("test-%d-%s", os.Getpid(), mode)
@@ -461,11 +465,21 @@ func TestSupervisorSIGKILLed(t *testing.T) {
 				h.Wait()
 				t.Fatalf("helper: %q, %v", line, err)
 			}
-			cg := strings.TrimSpace(strings.TrimPrefix(line, "ready"))
+			var cg, memcg, why string
+			if _, err := fmt.Sscanf(line, "ready %q %q %q", &cg, &memcg, &why); err != nil {
+				h.Process.Kill()
+				h.Wait()
+				t.Fatalf("helper: %q: %v", line, err)
+			}
 			if mode == "cgroup" && cg == "" {
 				h.Process.Kill()
 				h.Wait()
 				t.Skip("no usable cgroup v2 in the helper")
+			}
+			if mode == "memcg" && memcg == "" {
+				h.Process.Kill()
+				h.Wait()
+				skipNoTaskMemory(t, why)
 			}
 			prefix := MarkerEnv + "=" + run + "."
 			if n := len(liveMarked(prefix)); n < 5 {
@@ -483,11 +497,13 @@ func TestSupervisorSIGKILLed(t *testing.T) {
 				_, err := os.Stat(filepath.Join(dir, "spill"))
 				return os.IsNotExist(err)
 			})
-			if cg != "" {
-				eventually(t, "run cgroup removed", func() bool {
-					_, err := os.Stat(cg)
-					return os.IsNotExist(err)
-				})
+			for _, dir := range []string{cg, memcg} {
+				if dir != "" {
+					eventually(t, "run cgroup and tasks' memory cgroup removed", func() bool {
+						_, err := os.Stat(dir)
+						return os.IsNotExist(err)
+					})
+				}
 			}
 			tokR.SetReadDeadline(time.Now().Add(deadline))
 			got, err := io.ReadAll(tokR) // EOF once the watchdog has exited

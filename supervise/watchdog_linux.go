@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,9 @@ func (s *Supervisor) startWatchdog(exe string, tokens *os.File) (*watchdogConn, 
 	wd.send(message{verb: verbRun, arg: s.runID})
 	if s.cg != nil {
 		wd.send(message{verb: verbCgroup, arg: s.cg.dir})
+	}
+	if s.mem != nil && s.mem.procs != nil {
+		wd.send(message{verb: verbMemcg, arg: s.mem.group.Dir})
 	}
 	return wd, nil
 }
@@ -183,9 +187,9 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 		log = zap.NewNop()
 	}
 	var (
-		run, cg string
-		held    int
-		temps   = make(map[string]bool)
+		run, cg, memcg string
+		held           int
+		temps          = make(map[string]bool)
 	)
 	sc := bufio.NewScanner(ctl)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
@@ -202,6 +206,8 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 			run = m.arg
 		case verbCgroup:
 			cg = m.arg
+		case verbMemcg:
+			memcg = m.arg
 		case verbTemp:
 			temps[m.arg] = true
 		case verbForget:
@@ -214,8 +220,8 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 		log.Warn("supervise: watchdog: reading the control pipe", zap.Error(err))
 	}
 	var errs []error
-	if run != "" || cg != "" {
-		if n := killRun(run, cg); n > 0 {
+	if run != "" || cg != "" || memcg != "" {
+		if n := killRun(run, cg, memcg); n > 0 {
 			errs = append(errs, fmt.Errorf("supervise: watchdog: %d processes of run %s survive", n, run))
 		}
 	}
@@ -229,20 +235,24 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 			errs = append(errs, fmt.Errorf("supervise: watchdog: %w", err))
 		}
 	}
-	if cg != "" {
-		if err := removeCgroupTree(cg, 10*time.Second); err != nil {
+	for _, dir := range []string{cg, memcg} {
+		if dir == "" {
+			continue
+		}
+		if err := removeCgroupTree(dir, 10*time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// killRun kills every process carrying run's marker, and the cgroup cg
-// (either may be ""), until none is left or 30 s pass; it returns how
-// many were left.
-func killRun(run, cg string) int {
+// killRun kills every process carrying run's marker, the cgroup cg and
+// the members of the v1 memory cgroup memcg (any may be ""), until none
+// is left or 30 s pass; it returns how many were left.
+func killRun(run, cg, memcg string) int {
 	prefix := MarkerEnv + "=" + run + "."
 	check := func(pid int) bool { return marked(pid, prefix) }
+	inMemcg := func(pid int) bool { return slices.Contains(memcgPids(memcg), pid) }
 	deadline := time.Now().Add(30 * time.Second)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		if cg != "" {
@@ -259,6 +269,12 @@ func killRun(run, cg string) int {
 		}
 		if cg != "" && cgroupPopulated(cg) {
 			left++
+		}
+		if memcg != "" {
+			for _, pid := range memcgPids(memcg) {
+				left++
+				signalIf(pid, unix.SIGKILL, inMemcg)
+			}
 		}
 		if left == 0 || time.Now().After(deadline) {
 			return left

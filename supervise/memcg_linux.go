@@ -1,0 +1,198 @@
+//go:build linux
+
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/topology"
+)
+
+// The tasks' memory cgroup (doc.go, "The tasks' memory"): one memory
+// cgroup that holds the run's tasks and nothing else, limited to
+// Options.TaskMemoryLimit.
+
+// taskMemory is the memory cgroup of a run's tasks.
+type taskMemory struct {
+	group topology.MemoryCgroup // Dir absolute
+	// procs is the v1 group's cgroup.procs, into which each task's main
+	// child is moved right after its fork; nil in v2, where the run's
+	// cgroup is the memory cgroup and tasks are cloned into it.
+	procs *os.File
+	// threads is the v1 group's tasks file, into which a thread that
+	// forks tasks moves itself (a child is born in its forking thread's
+	// cgroup), and ownThreads that of this process's own group, to which
+	// it moves back; nil in v2.
+	threads, ownThreads *os.File
+	warned              atomic.Bool // a failed move was logged
+}
+
+// makeTaskMemory makes the run's tasks' memory cgroup, limited to limit
+// bytes: in the hierarchy that holds the memory controller, a cgroup
+// numasteal-RUNID below this process's own v1 memory cgroup, or in v2 the
+// run's cgroup run itself (nil when the run has none), with the memory
+// controller enabled in its parent. The error says why not; nothing is
+// left behind then.
+func makeTaskMemory(runID string, limit int64, run *cgroupRun) (*taskMemory, error) {
+	groups, err := topology.MemoryCgroups("/", 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(groups) == 0 {
+		return nil, errors.New("this process is in no memory cgroup hierarchy")
+	}
+	if own := groups[0]; !own.V2 {
+		return makeTaskMemoryV1(own.Dir, runID, limit)
+	}
+	if run == nil {
+		return nil, errors.New("cgroup v2 holds the memory controller, and the run has no cgroup")
+	}
+	// v2 gives a cgroup's children a controller only when the cgroup
+	// holds no process itself (its root excepted): a run cgroup below
+	// this process's own cgroup can have its own limit only when the
+	// parent is a delegated subtree without members (CgroupParent).
+	parent := filepath.Dir(run.dir)
+	if err := enableMemory(parent); err != nil {
+		return nil, fmt.Errorf("enabling the memory controller below %s: %w", parent, err)
+	}
+	if err := writeLimit(filepath.Join(run.dir, "memory.max"), limit); err != nil {
+		return nil, err
+	}
+	return &taskMemory{group: topology.MemoryCgroup{Dir: run.dir, V2: true}}, nil
+}
+
+// makeTaskMemoryV1 makes the v1 memory cgroup numasteal-RUNID below own.
+func makeTaskMemoryV1(own, runID string, limit int64) (*taskMemory, error) {
+	dir := filepath.Join(own, "numasteal-"+runID)
+	err := os.Mkdir(dir, 0o755)
+	if err != nil {
+		return nil, fmt.Errorf("creating the tasks' memory cgroup: %w", err)
+	}
+	fail := func(err error) (*taskMemory, error) {
+		_ = os.Remove(dir)
+		return nil, err
+	}
+	if err := writeLimit(filepath.Join(dir, "memory.limit_in_bytes"), limit); err != nil {
+		return fail(err)
+	}
+	m := &taskMemory{group: topology.MemoryCgroup{Dir: dir}}
+	for _, f := range []struct {
+		to   **os.File
+		path string
+	}{
+		{&m.procs, filepath.Join(dir, "cgroup.procs")},
+		{&m.threads, filepath.Join(dir, "tasks")},
+		{&m.ownThreads, filepath.Join(own, "tasks")},
+	} {
+		if *f.to, err = os.OpenFile(f.path, os.O_WRONLY, 0); err != nil {
+			m.close()
+			return fail(fmt.Errorf("opening the tasks' memory cgroup: %w", err))
+		}
+	}
+	// The probe a move needs: this process into its own group, which
+	// moves nothing and is checked like a move into dir.
+	self := []byte(strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(filepath.Join(own, "cgroup.procs"), self, 0); err != nil {
+		m.close()
+		return fail(fmt.Errorf("may not move processes out of %s: %w", own, err))
+	}
+	return m, nil
+}
+
+// threadsMove says that a thread that forks tasks enters the group (v1).
+func (m *taskMemory) threadsMove() bool { return m.threads != nil }
+
+// enterThread moves the calling thread, locked and not the main thread,
+// into the v1 group: the children it forks are born there.
+func (m *taskMemory) enterThread() error {
+	_, err := m.threads.Write(strconv.AppendInt(nil, int64(unix.Gettid()), 10))
+	return err
+}
+
+// leaveThread moves the calling thread back to this process's own group.
+func (m *taskMemory) leaveThread() error {
+	_, err := m.ownThreads.Write(strconv.AppendInt(nil, int64(unix.Gettid()), 10))
+	return err
+}
+
+// close closes the v1 group's files.
+func (m *taskMemory) close() {
+	for _, f := range []*os.File{m.procs, m.threads, m.ownThreads} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// enter moves the just-forked main child pid, forked outside, into the
+// v1 group; in v2 it was cloned there. A child that has exited already is
+// not an error.
+func (m *taskMemory) enter(pid int) error {
+	if m.procs == nil {
+		return nil
+	}
+	_, err := m.procs.Write(strconv.AppendInt(nil, int64(pid), 10))
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// remove closes and removes the v1 group, once its tasks have ended; the
+// v2 group is the run's cgroup, removed with it.
+func (m *taskMemory) remove() error {
+	if m.procs == nil {
+		return nil
+	}
+	m.close()
+	return removeCgroupTree(m.group.Dir, 10*time.Second)
+}
+
+// writeLimit writes a byte limit to a cgroup file.
+func writeLimit(file string, limit int64) error {
+	if err := os.WriteFile(file, strconv.AppendInt(nil, limit, 10), 0); err != nil {
+		return fmt.Errorf("setting the tasks' memory limit: %w", err)
+	}
+	return nil
+}
+
+// enableMemory turns the v2 memory controller on for dir's children.
+func enableMemory(dir string) error {
+	file := filepath.Join(dir, "cgroup.subtree_control")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(strings.Fields(string(b)), "memory") {
+		return nil
+	}
+	if err := os.WriteFile(file, []byte("+memory"), 0); err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("%w (the cgroup has processes of its own; v2 then enables no controller below it)", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// memcgPids returns the processes listed in a cgroup's cgroup.procs.
+func memcgPids(dir string) []int {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
