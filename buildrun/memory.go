@@ -36,8 +36,11 @@ import (
 // numasteal: not canceled, not timed out) is an OOM kill. A compile or a
 // link runs again, at most maxOOMRetries times: first with a need of half
 // again the most it held, then alone; one that was OOM-killed while it
-// ran alone fails, with the message of an *OOMError. Other commands are
-// not run again (their rerun may not be safe) and fail with that message.
+// ran alone fails, with the message of an *OOMError, unless it held less
+// than half the limit (without one, half the memory available at its
+// end): then the memory went to another program and the task, which
+// fits, runs again too. Other commands are not run again (their rerun may
+// not be safe) and fail with that message.
 
 // MemoryOptions turn on the memory governor of a run.
 type MemoryOptions struct {
@@ -51,6 +54,22 @@ type MemoryOptions struct {
 	// function that returns the run's memory now (safe for concurrent
 	// use, at any time), for metrics.
 	Watch func(stats func() MemoryStats)
+}
+
+// TaskMemoryLimit returns the limit of a memory cgroup for the run's
+// tasks alone (supervise's Options.TaskMemoryLimit; memory.TasksLimit),
+// so that their OOM kills never take numasteal; 0 when o is nil, no
+// cgroup limit is set or the memory cannot be read. A run whose
+// Supervisor has such a cgroup counts its limit with the others.
+func (o *MemoryOptions) TaskMemoryLimit() int64 {
+	if o == nil {
+		return 0
+	}
+	l, err := o.Source.TasksLimit()
+	if err != nil {
+		return 0
+	}
+	return l
 }
 
 // firstGuess is the need of a task of kind k when nothing better is
@@ -111,14 +130,21 @@ type MemoryStats struct {
 	Waiting int
 	// OOMRetries counts the tasks run again after an OOM kill.
 	OOMRetries int64
+	// OOMKills counts the kernel's OOM kills in the run's memory cgroups
+	// (its own and its tasks', memory.Source.OOMKills) since the run
+	// began, whoever the victims were.
+	OOMKills int64
 }
 
 // memGate admits a run's local tasks by memory, in the order they came.
 type memGate struct {
-	gov    *memory.Governor
-	hist   *buildgraph.History
-	trace  *buildgraph.TraceWriter
-	budget int64
+	gov *memory.Governor
+	src *memory.Source
+	// oomBase is the OOM-kill count when the run began.
+	oomBase int64
+	hist    *buildgraph.History
+	trace   *buildgraph.TraceWriter
+	budget  int64
 
 	mu        sync.Mutex
 	queue     []*memWaiter // FIFO, retries in front
@@ -152,7 +178,8 @@ type attempt struct {
 }
 
 func newMemGate(o *MemoryOptions, hist *buildgraph.History, trace *buildgraph.TraceWriter) *memGate {
-	m := &memGate{hist: hist, trace: trace, budget: o.Thresholds.Budget, running: make(map[int64]*attempt)}
+	m := &memGate{hist: hist, trace: trace, budget: o.Thresholds.Budget, running: make(map[int64]*attempt), src: o.Source}
+	m.oomBase, _ = o.Source.OOMKills()
 	m.gov = memory.NewGovernor(o.Source, o.Thresholds, memory.Options{
 		Interval: o.Interval,
 		Changed:  m.try,
@@ -331,6 +358,17 @@ func oomKill(res *proc.Result) bool {
 // of need, OOM-killed: half again the more of the two.
 func retryNeed(need, peak int64) int64 { return max(need, peak) / 2 * 3 }
 
+// heldLittle reports whether an OOM-killed task that held at most peak
+// cannot have been what ran out of memory: it held less than half the
+// tightest limit, or, with none, less than half of what is available now
+// that it is gone.
+func heldLittle(peak int64, smp memory.Sample) bool {
+	if smp.Limit > 0 {
+		return peak < smp.Limit/2
+	}
+	return peak < smp.Available/2
+}
+
 // event is the Governor's Event: freezes and thaws go to the trace.
 func (m *memGate) event(id int64, froze bool, why string) {
 	if m.trace == nil {
@@ -381,7 +419,11 @@ func (m *memGate) stats() MemoryStats {
 	m.mu.Lock()
 	waiting := len(m.queue)
 	m.mu.Unlock()
-	return MemoryStats{Stats: m.gov.Stats(), Waiting: waiting, OOMRetries: m.retries.Load()}
+	st := MemoryStats{Stats: m.gov.Stats(), Waiting: waiting, OOMRetries: m.retries.Load()}
+	if n, err := m.src.OOMKills(); err == nil {
+		st.OOMKills = n - m.oomBase
+	}
+	return st
 }
 
 // queueLocal puts t's command in the line for memory, in the order tasks
@@ -411,8 +453,9 @@ func (b *build) runLocal(ctx context.Context, t *buildgraph.Task, cmd proc.Comma
 			return res, peak
 		}
 		ranAlone := !a.shared.Load()
-		if kind == compile.Other || ranAlone || runs > maxOOMRetries {
-			res.Err = &OOMError{Err: res.Err, Peak: peak, Alone: ranAlone, Runs: runs, Sample: m.gov.Stats().Sample, Budget: m.budget}
+		smp := m.gov.Stats().Sample
+		if kind == compile.Other || ranAlone && !heldLittle(peak, smp) || runs > maxOOMRetries {
+			res.Err = &OOMError{Err: res.Err, Peak: peak, Alone: ranAlone, Runs: runs, Sample: smp, Budget: m.budget}
 			return res, peak
 		}
 		m.retries.Add(1)

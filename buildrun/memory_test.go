@@ -99,6 +99,23 @@ func TestMemoryOOMKill(t *testing.T) {
 	}
 }
 
+func TestHeldLittle(t *testing.T) {
+	for _, c := range []struct {
+		peak, limit, avail int64
+		want               bool
+	}{
+		{peak: 14 << 20, limit: 341 << 20, want: true},   // killed for another program's memory
+		{peak: 330 << 20, limit: 341 << 20, want: false}, // it ran out
+		{peak: 171 << 20, limit: 341 << 20, want: false},
+		{peak: 100 << 20, avail: 1 << 30, want: true}, // no limit: what is available once it is gone
+		{peak: 600 << 20, avail: 1 << 30, want: false},
+	} {
+		if got := heldLittle(c.peak, memory.Sample{Limit: c.limit, Available: c.avail}); got != c.want {
+			t.Errorf("heldLittle(%dM, limit %dM, available %dM) = %v, want %v", c.peak>>20, c.limit>>20, c.avail>>20, got, c.want)
+		}
+	}
+}
+
 // Under a budget, tasks whose needs do not fit together run one after
 // the other, in the order they were handed out; the scheduler's declared
 // limit is not involved (Options.MemMB 0).

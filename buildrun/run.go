@@ -200,10 +200,13 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	// One Supervisor for the local and the farm runner: its reaper reaps
 	// the children of this process that it did not start, so two would
 	// reap each other's. Its tasks are the OOM killer's choice before
-	// this process: an OOM-killed compile runs again (memory.go), a
-	// killed scheduler ends the build.
+	// this process, and with a memory governor they run in a memory
+	// cgroup of their own where one can be made, so that their OOM kills
+	// choose among them alone: an OOM-killed compile runs again
+	// (memory.go), a killed scheduler ends the build.
 	if pcfg.Supervisor == nil {
-		sup, err := supervise.New(supervise.Options{Grace: pcfg.Grace, Subreaper: pcfg.Subreaper, OOMScoreAdj: oomscore.Task})
+		sup, err := supervise.New(supervise.Options{Grace: pcfg.Grace, Subreaper: pcfg.Subreaper, OOMScoreAdj: oomscore.Task,
+			TaskMemoryLimit: opts.Memory.TaskMemoryLimit()})
 		if err != nil {
 			return nil, fmt.Errorf("buildrun: %w", err)
 		}
@@ -232,6 +235,11 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	var mem *memGate
 	stopGov := func() {}
 	if opts.Memory != nil {
+		if tm := pcfg.Supervisor.Mechanisms().TaskMemory; tm.Dir != "" {
+			mo := *opts.Memory
+			mo.Source = mo.Source.WithTasks(tm)
+			opts.Memory = &mo
+		}
 		mem = newMemGate(opts.Memory, opts.History, opts.Trace)
 		if opts.Memory.Watch != nil {
 			opts.Memory.Watch(mem.stats)

@@ -17,7 +17,11 @@
 // total_inactive_file), which the kernel reclaims before it OOM-kills,
 // the working set as the kubelet computes it. Sample.Available is the
 // smallest headroom. Every sample reads the files again: other programs
-// take memory too, and limits change.
+// take memory too, and limits change. An owner whose tasks run in a
+// memory cgroup of their own (supervise's tasks' memory, limited to
+// TasksLimit: the tightest limit less a margin for the owner) adds it
+// with Source.WithTasks; its limit is then the tightest, and its OOM
+// kills count with the owner's.
 //
 // # Pressure
 //

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +25,8 @@ import (
 type Source struct {
 	root     string
 	groups   []topology.MemoryCgroup
-	pressure string // the PSI file, relative to root
+	tasks    *topology.MemoryCgroup // WithTasks's; nil without
+	pressure string                 // the PSI file, relative to root
 }
 
 // Open returns the Source of process pid (0: the calling process) below
@@ -77,8 +80,63 @@ func ownV2(root string, pid int) (string, bool) {
 	return "", false
 }
 
-// Groups returns the memory cgroups the Source reads, own cgroup first.
+// Groups returns the process's memory cgroups the Source reads, own
+// cgroup first.
 func (s *Source) Groups() []topology.MemoryCgroup { return s.groups }
+
+// WithTasks returns a Source that also reads g, a memory cgroup below
+// the process's own that holds its tasks alone (supervise's
+// Mechanisms.TaskMemory, its Dir below the Source's root): g's limit is
+// one more limit, and the tightest wins. The OOM-kill count stays the
+// process's own cgroup's, which counts the kills below it too.
+func (s *Source) WithTasks(g topology.MemoryCgroup) *Source {
+	c := *s
+	c.tasks = &g
+	return &c
+}
+
+// TasksLimit returns the limit that a memory cgroup holding the owner's
+// tasks alone should have (supervise's Options.TaskMemoryLimit): the
+// tightest limit of the owner's cgroups (Sample.Limit) less a margin for
+// the owner: what it holds now (self, its resident memory) and as much
+// again, at least 32 MiB, for its growth and its helpers (a watchdog).
+// The tasks' cgroup keeps them from taking that margin, so an OOM kill
+// when they outgrow it chooses among them, never the owner. It returns 0,
+// no such cgroup, when no limit is set or the margin leaves less than
+// half the limit.
+func TasksLimit(limit, self int64) int64 {
+	if limit <= 0 {
+		return 0
+	}
+	self = max(self, 0)
+	l := limit - self - max(self, 32<<20)
+	if l < limit/2 {
+		return 0
+	}
+	return l
+}
+
+// TasksLimit is the function TasksLimit of a sample taken now and of
+// this process's resident memory (/proc/self/statm below the root).
+func (s *Source) TasksLimit() (int64, error) {
+	smp, err := s.Sample()
+	if err != nil {
+		return 0, err
+	}
+	b, err := s.read("proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	var pages int64
+	if len(f) >= 2 {
+		pages, err = strconv.ParseInt(f[1], 10, 64)
+	}
+	if len(f) < 2 || err != nil {
+		return 0, &FileError{Path: s.abs("proc/self/statm"), Text: string(b), Err: ErrSyntax}
+	}
+	return TasksLimit(smp.Limit, pages*int64(os.Getpagesize())), nil
+}
 
 // Sample is the memory state at one moment.
 type Sample struct {
@@ -86,8 +144,9 @@ type Sample struct {
 	// on kernels before 3.14).
 	MemAvailable int64
 	// Limit is the tightest limit of the process's memory cgroups, own
-	// or ancestor: cgroup v2 memory.max or memory.high, v1
-	// memory.limit_in_bytes; 0 when none is set. LimitFile names the file.
+	// or ancestor, and of its tasks' (WithTasks): cgroup v2 memory.max
+	// or memory.high, v1 memory.limit_in_bytes; 0 when none is set.
+	// LimitFile names the file.
 	Limit     int64
 	LimitFile string
 	// Available is what may still be allocated before something gives:
@@ -105,9 +164,9 @@ type Sample struct {
 	// process's own memory cgroup, and in v2 below it (v2 memory.events,
 	// v1 memory.oom_control, which count a member's kill whichever limit,
 	// the group's or the machine's, ran out) when that cgroup is not its
-	// hierarchy's root; else the machine's (/proc/vmstat oom_kill). Kills
-	// in other cgroups (another build's) do not count. Only its changes
-	// mean anything.
+	// hierarchy's root, else the machine's (/proc/vmstat oom_kill); and
+	// those in the tasks' cgroup (WithTasks). Kills in other cgroups
+	// (another build's) do not count. Only its changes mean anything.
 	OOMKills int64
 }
 
@@ -128,7 +187,11 @@ func (s *Source) Sample() (Sample, error) {
 		return out, &FileError{Path: s.abs("proc/meminfo"), Err: err}
 	}
 	out.MemAvailable, out.Available = v, v
-	for _, g := range s.groups {
+	groups := s.groups
+	if s.tasks != nil {
+		groups = append(slices.Clip(groups), *s.tasks)
+	}
+	for _, g := range groups {
 		lim, file, ws, err := s.groupState(g)
 		if err != nil {
 			return out, err
@@ -157,16 +220,44 @@ func (s *Source) Sample() (Sample, error) {
 // OOMKills reads the OOM-kill count alone (Sample.OOMKills), a cheaper
 // read than a Sample.
 func (s *Source) OOMKills() (int64, error) {
+	tasks, err := s.tasksOOMKills()
+	if err != nil {
+		return 0, err
+	}
 	n, ok, err := s.groupOOMKills()
 	if err != nil || ok {
-		return n, err
+		return n + tasks, err
 	}
 	b, err := s.read("proc/vmstat")
 	if err != nil {
-		return 0, nil // no counter on this kernel
+		return tasks, nil // no counter on this kernel
 	}
 	if n, _, err = parseKeyed(b, "oom_kill", 0); err != nil {
 		return 0, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+	}
+	return n + tasks, nil
+}
+
+// tasksOOMKills reads the OOM-kill count of the tasks' cgroup (WithTasks),
+// 0 without one. v1 counts a kill in the victim's cgroup alone, so the
+// own cgroup's count misses it; v2 counts it in every ancestor too, and
+// a tasks' cgroup below the own one is then counted twice, which changes
+// nothing that only the count's changes mean.
+func (s *Source) tasksOOMKills() (int64, error) {
+	if s.tasks == nil {
+		return 0, nil
+	}
+	rel := path.Join(s.tasks.Dir, "memory.oom_control")
+	if s.tasks.V2 {
+		rel = path.Join(s.tasks.Dir, "memory.events")
+	}
+	b, err := s.read(rel)
+	if err != nil {
+		return 0, nil // removed: its tasks have ended
+	}
+	n, _, err := parseKeyed(b, "oom_kill", 0)
+	if err != nil {
+		return 0, &FileError{Path: s.abs(rel), Err: err}
 	}
 	return n, nil
 }

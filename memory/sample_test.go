@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/numasteal/numasteal/topology"
 )
 
 // fixture returns the root of a tree under topology's testdata/memory:
@@ -255,5 +257,79 @@ func TestSampleLive(t *testing.T) {
 	}
 	if _, err := os.Stat("/proc/pressure/memory"); err == nil && !s.HasPressure {
 		t.Errorf("this machine has PSI but the sample has none: %+v", s)
+	}
+}
+
+// WithTasks adds the tasks' cgroup: its limit is the tightest, its
+// working set counts, its OOM kills add to the own group's, and the
+// Source it came from is unchanged. A removed tasks' cgroup counts none.
+func TestWithTasks(t *testing.T) {
+	root := copyFixture(t, "v1")
+	rel := "sys/fs/cgroup/memory/build/numasteal-1"
+	if err := os.Mkdir(filepath.Join(root, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, content := range map[string]string{
+		"memory.limit_in_bytes": "209715200\n", // 200 MiB
+		"memory.usage_in_bytes": "52428800\n",  // 50 MiB
+		"memory.stat":           "cache 10485760\ntotal_inactive_file 10485760\n",
+		"memory.oom_control":    "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n",
+	} {
+		writeFile(t, root, filepath.Join(rel, file), content)
+	}
+	src, err := Open(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := src.WithTasks(topology.MemoryCgroup{Dir: "/" + rel, Depth: -1})
+	smp, err := tasks.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if smp.Limit != 200*miB || smp.LimitFile != filepath.Join(root, rel, "memory.limit_in_bytes") {
+		t.Errorf("limit %d MiB (%s), want the tasks' 200 MiB", smp.Limit/miB, smp.LimitFile)
+	}
+	if smp.Available != 160*miB { // 200 − (50 − 10) MiB, below the parent's 250
+		t.Errorf("available %d MiB, want 160", smp.Available/miB)
+	}
+	if smp.OOMKills != 2+3 {
+		t.Errorf("%d OOM kills, want the own group's 2 and the tasks' 3", smp.OOMKills)
+	}
+	if own, _ := src.Sample(); own.Limit != 800*miB || own.OOMKills != 2 {
+		t.Errorf("the Source WithTasks came from sees limit %d MiB, %d OOM kills; want 800 and 2", own.Limit/miB, own.OOMKills)
+	}
+	if err := os.RemoveAll(filepath.Join(root, rel)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tasks.OOMKills(); n != 2 || err != nil {
+		t.Errorf("OOMKills with the tasks' cgroup gone = %d, %v; want 2", n, err)
+	}
+}
+
+func TestTasksLimit(t *testing.T) {
+	for _, c := range []struct{ limit, self, want int64 }{
+		{limit: 0, self: 20 * miB, want: 0},                 // no limit: no tasks' cgroup
+		{limit: 400 * miB, self: 14 * miB, want: 354 * miB}, // 400 − 14 − 32
+		{limit: 16 * giB, self: 300 * miB, want: 16*giB - 600*miB},
+		{limit: 100 * miB, self: 20 * miB, want: 0}, // 48 MiB left: less than half
+		{limit: 400 * miB, self: -1, want: 368 * miB},
+	} {
+		if got := TasksLimit(c.limit, c.self); got != c.want {
+			t.Errorf("TasksLimit(%d MiB, %d MiB) = %d MiB, want %d MiB", c.limit/miB, c.self/miB, got/miB, c.want/miB)
+		}
+	}
+	root := copyFixture(t, "v1")
+	writeFile(t, root, "proc/self/statm", "10000 2560 300 100 0 2000 0\n")
+	src, err := Open(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := src.TasksLimit()
+	if want := TasksLimit(800*miB, 2560*int64(os.Getpagesize())); got != want || err != nil {
+		t.Errorf("Source.TasksLimit = %d MiB, %v; want %d MiB", got/miB, err, want/miB)
+	}
+	writeFile(t, root, "proc/self/statm", "garbage\n")
+	if _, err := src.TasksLimit(); !errors.Is(err, ErrSyntax) {
+		t.Errorf("Source.TasksLimit of a bad statm: %v, want ErrSyntax", err)
 	}
 }

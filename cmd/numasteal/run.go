@@ -166,7 +166,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer closeJobserver(js, stderr)
-	sup, err := newSupervisor(f.grace, js)
+	mem := runMemory(f.memMB, stderr) // run_memory.go
+	sup, err := newSupervisor(f.grace, js, mem)
 	if err != nil {
 		fmt.Fprintf(stderr, "numasteal run: %v\n", err)
 		return exitFail
@@ -197,7 +198,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		trace = buildgraph.NewTraceWriter(start, "numasteal run "+file)
 	}
 	disp := newProgressDisplay(stdout, f.progress, f.quiet, f.verbose) // run_progress.go
-	mem := runMemory(f.memMB, stderr)                                  // run_memory.go
 	ms.watchMemory(mem)
 	rep, err := buildrun.Run(ctx, rt, g, buildrun.Options{
 		Slots:         f.jobs,
@@ -269,8 +269,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // escaped ones included, end with the task (package supervise), orphans
 // are reaped here, and a watchdog (this executable re-run, see main) ends
 // them all, removes the run's temporary files and gives a parent make
-// back the tokens js held, should numasteal itself be killed.
-func newSupervisor(grace time.Duration, js *jobserver.Pool) (*supervise.Supervisor, error) {
+// back the tokens js held, should numasteal itself be killed. With mem,
+// the tasks run in a memory cgroup of their own where one can be made.
+func newSupervisor(grace time.Duration, js *jobserver.Pool, mem *buildrun.MemoryOptions) (*supervise.Supervisor, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("the watchdog needs this executable: %w", err)
@@ -283,7 +284,7 @@ func newSupervisor(grace time.Duration, js *jobserver.Pool) (*supervise.Supervis
 		defer tokens.Close() // the watchdog has its own copy
 	}
 	return supervise.New(supervise.Options{Grace: grace, Subreaper: true, Watchdog: exe, WatchdogTokens: tokens,
-		OOMScoreAdj: oomscore.Task})
+		OOMScoreAdj: oomscore.Task, TaskMemoryLimit: mem.TaskMemoryLimit()})
 }
 
 // writeTrace writes the trace to path, never through a link planted there

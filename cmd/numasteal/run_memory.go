@@ -46,7 +46,7 @@ func memoryStatus(m *buildrun.MemoryStats) string {
 }
 
 // printMemory prints the summary's memory line: what bounded the run,
-// and the freezes, thaws and OOM retries. Nothing without a governor.
+// and the OOM kills, freezes, thaws and OOM retries. Nothing without a governor.
 func printMemory(w io.Writer, m *buildrun.MemoryStats) {
 	if m == nil {
 		return
@@ -59,7 +59,7 @@ func printMemory(w io.Writer, m *buildrun.MemoryStats) {
 		parts = append(parts, fmt.Sprintf("limit %s (%s)", mib(m.Sample.Limit), m.Sample.LimitFile))
 	}
 	parts = append(parts, mib(m.Sample.Available)+" available at the end",
-		fmt.Sprintf("%d freezes, %d thaws, %d OOM retries", m.Freezes, m.Thaws, m.OOMRetries))
+		fmt.Sprintf("%d OOM kills, %d freezes, %d thaws, %d OOM retries", m.OOMKills, m.Freezes, m.Thaws, m.OOMRetries))
 	fmt.Fprintf(w, "memory: %s\n", strings.Join(parts, ", "))
 }
 

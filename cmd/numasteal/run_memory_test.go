@@ -95,17 +95,37 @@ func numastealInGroup(t *testing.T, g *memtest.Group, dir string, args ...string
 	return runInGroup(t, g, dir, c)
 }
 
+// memCounters are the counters of the summary's memory line.
+type memCounters struct {
+	kills, freezes, thaws, retries int
+	limitMiB                       int // 0: no limit named
+}
+
 // memoryLine returns the counters of the summary's memory line.
-func memoryLine(t *testing.T, stdout string) (freezes, thaws, retries int) {
+func memoryLine(t *testing.T, stdout string) memCounters {
 	t.Helper()
-	m := regexp.MustCompile(`(\d+) freezes, (\d+) thaws, (\d+) OOM retries`).FindStringSubmatch(stdout)
+	m := regexp.MustCompile(`(\d+) OOM kills, (\d+) freezes, (\d+) thaws, (\d+) OOM retries`).FindStringSubmatch(stdout)
 	if m == nil {
 		t.Fatalf("no memory line in the summary:\n%s", stdout)
 	}
-	freezes, _ = strconv.Atoi(m[1])
-	thaws, _ = strconv.Atoi(m[2])
-	retries, _ = strconv.Atoi(m[3])
-	return freezes, thaws, retries
+	var c memCounters
+	c.kills, _ = strconv.Atoi(m[1])
+	c.freezes, _ = strconv.Atoi(m[2])
+	c.thaws, _ = strconv.Atoi(m[3])
+	c.retries, _ = strconv.Atoi(m[4])
+	if l := regexp.MustCompile(`memory: .*limit (\d+)M \(`).FindStringSubmatch(stdout); l != nil {
+		c.limitMiB, _ = strconv.Atoi(l[1])
+	}
+	return c
+}
+
+// checkTasksLimit checks that the summary names a limit, the tasks'
+// cgroup's within the group's (of limitMiB) where one could be made.
+func checkTasksLimit(t *testing.T, c memCounters, limitMiB int, stdout string) {
+	t.Helper()
+	if c.limitMiB < limitMiB/2 || c.limitMiB > limitMiB {
+		t.Errorf("the summary names a limit of %d MiB, want %d MiB or the tasks' share of it:\n%s", c.limitMiB, limitMiB, stdout)
+	}
 }
 
 // Compiles that each need more than half of the group's limit, which make
@@ -120,19 +140,18 @@ func TestRunMemoryLimitedBuild(t *testing.T) {
 	hist := filepath.Join(p.dir, "hist")
 	for run := 1; run <= 2; run++ {
 		r := numastealInGroup(t, g, p.src, "-j", "2", "--history", hist, p.cmds)
-		t.Logf("run %d: %.2fs, exit %d, OOM kills so far %d\n%s", run, r.wall.Seconds(), r.code, g.OOMKills(), r.stdout)
+		t.Logf("run %d: %.2fs, exit %d\n%s", run, r.wall.Seconds(), r.code, r.stdout)
 		if r.code != exitOK || !strings.Contains(r.stdout, "4 tasks: 4 succeeded") {
 			t.Fatalf("run %d: exit %d\n%s\n%s", run, r.code, r.stdout, r.stderr)
 		}
 		if n := p.missing(); n != 0 {
 			t.Errorf("run %d: %d objects missing", run, n)
 		}
-		if !strings.Contains(r.stdout, "limit 500M") {
-			t.Errorf("run %d: the summary does not name the limit:\n%s", run, r.stdout)
+		c := memoryLine(t, r.stdout)
+		checkTasksLimit(t, c, 500, r.stdout)
+		if c.kills != 0 || g.OOMKills() != 0 {
+			t.Errorf("run %d: %d OOM kills in the run's cgroups, %d in the group's now, want none", run, c.kills, g.OOMKills())
 		}
-	}
-	if n := g.OOMKills(); n != 0 {
-		t.Errorf("%d OOM kills in the group, want none", n)
 	}
 	hb, _ := os.ReadFile(hist)
 	if !strings.Contains(string(hb), `"mb":3`) {
@@ -181,21 +200,22 @@ func TestRunMemoryAnotherProgram(t *testing.T) {
 	held := time.Since(start) + 3400*time.Millisecond
 	hog := runInGroup(t, g, p.dir, exec.Command(p.memhog, hogSrc, "-o", filepath.Join(p.dir, "hog.o")))
 	r := <-done
-	t.Logf("build %.2fs, exit %d, other program exit %d, OOM kills %d\n%s", r.wall.Seconds(), r.code, hog.code, g.OOMKills(), r.stdout)
+	c := memoryLine(t, r.stdout)
+	t.Logf("build %.2fs, exit %d, other program exit %d, OOM kills %d in the run's cgroups, %d in the group's now\n%s", r.wall.Seconds(), r.code, hog.code, c.kills, g.OOMKills(), r.stdout)
 	if r.code != exitOK || !strings.Contains(r.stdout, "16 tasks: 16 succeeded") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if hog.code != 0 {
 		t.Errorf("the other program exited %d: %s", hog.code, hog.stderr)
 	}
-	if n := g.OOMKills(); n != 0 {
-		t.Errorf("%d OOM kills in the group, want none", n)
+	if c.kills != 0 || g.OOMKills() != 0 {
+		t.Errorf("%d OOM kills in the run's cgroups, %d in the group's now, want none", c.kills, g.OOMKills())
 	}
 	if n := p.missing(); n != 0 {
 		t.Errorf("%d objects missing", n)
 	}
 	n := concurrentAfter(t, trace, held)
-	freezes, _, _ := memoryLine(t, r.stdout)
+	freezes := c.freezes
 	t.Logf("at most %d compiles at once from %v (trace time) on, %d freezes", n, held, freezes)
 	// Two at once only when one of them was frozen (memory ran short all
 	// the same, as the program grew while they ran).
@@ -242,40 +262,29 @@ func concurrentAfter(t *testing.T, path string, from time.Duration) int {
 }
 
 // A compile bigger than the group's whole limit runs once, alone, and
-// fails with a message naming its peak and the limit.
-//
-// When the kernel cannot reap the OOM-killed compile at once (oom_reaper
-// gives up on an mm it cannot lock), an allocation meanwhile may make it
-// take a second victim in the group: with the compile gone, numasteal,
-// the largest process left (its tasks' raised OOM score cannot help when
-// none is left). Such a run, numasteal killed and the group's count up by
-// more than one, is made again, at most three in all; numasteal's own
-// memory in a group apart from its tasks' would end it.
+// fails with a message naming its peak and the limit. Where the tasks
+// have a memory cgroup of their own the OOM kill happens there, so a
+// second OOM kill (a victim the kernel could not reap at once) takes a
+// task too, never numasteal, which ends with the message.
 func TestRunMemoryTooBigFailsOnce(t *testing.T) {
 	g := memtest.NewGroup(t, 400<<20)
 	p := newMemProject(t, []int{600}, 400)
-	var r ranInGroup
-	for try := 1; ; try++ {
-		before := g.OOMKills()
-		r = numastealInGroup(t, g, p.src, "--history", "", p.cmds)
-		if r.code != -1 || g.OOMKills()-before < 2 || try == 3 {
-			break
-		}
-		t.Logf("attempt %d: the OOM killer took numasteal as a second victim; again", try)
-	}
+	r := numastealInGroup(t, g, p.src, "--history", "", p.cmds)
 	if r.code != exitFail {
 		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitFail, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"killed by signal 9", "OOM-killed running alone after 1 runs, at a peak of", "the limit is 400 MiB ("} {
+	for _, want := range []string{"killed by signal 9", "OOM-killed running alone after 1 runs, at a peak of", "the limit is "} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if _, _, retries := memoryLine(t, r.stdout); retries != 0 {
-		t.Errorf("%d OOM retries, want 0", retries)
+	c := memoryLine(t, r.stdout)
+	checkTasksLimit(t, c, 400, r.stdout)
+	if c.retries != 0 {
+		t.Errorf("%d OOM retries, want 0", c.retries)
 	}
-	if n := g.OOMKills(); n != 1 {
-		t.Errorf("%d OOM kills, want 1 (one run)", n)
+	if c.kills != 1 {
+		t.Errorf("%d OOM kills, want 1 (one run)", c.kills)
 	}
 }
 
@@ -316,11 +325,10 @@ func TestRunMemoryOOMRetry(t *testing.T) {
 		if err := os.WriteFile(hist, learned, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		kills := g.OOMKills()
 		trace := filepath.Join(dir, "trace.json")
 		r = numastealInGroup(t, g, dir, "-j", "2", "--history", hist, "--trace", trace, graph)
-		kills = g.OOMKills() - kills
-		freezes, _, retries := memoryLine(t, r.stdout)
+		c := memoryLine(t, r.stdout)
+		kills, freezes, retries := c.kills, c.freezes, c.retries
 		t.Logf("try %d: %.2fs, exit %d, %d OOM kills, %d freezes, %d OOM retries\n%s%s", try, r.wall.Seconds(), r.code, kills, freezes, retries, r.stdout, r.stderr)
 		if r.code != exitOK || !strings.Contains(r.stdout, "3 tasks: 3 succeeded") {
 			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -330,7 +338,7 @@ func TestRunMemoryOOMRetry(t *testing.T) {
 				t.Errorf("%s missing: %v", o, err)
 			}
 		}
-		if int64(retries) != kills {
+		if retries != kills {
 			t.Fatalf("%d OOM kills, %d OOM retries: want a retry per kill", kills, retries)
 		}
 		tb, err := os.ReadFile(trace)
@@ -361,22 +369,23 @@ func TestRunMemoryUserKillNotRetried(t *testing.T) {
 	if r.code != exitFail || !strings.Contains(r.stderr, "after timing out") {
 		t.Errorf("--timeout: exit %d\n%s", r.code, r.stderr)
 	}
-	if _, _, retries := memoryLine(t, r.stdout); retries != 0 {
-		t.Errorf("--timeout: %d OOM retries, want 0", retries)
+	if c := memoryLine(t, r.stdout); c.retries != 0 {
+		t.Errorf("--timeout: %d OOM retries, want 0", c.retries)
 	}
 
 	// attempt runs the build, kills its compile with sig and returns the
-	// run, after an OOM kill of another program in the group when big.
-	// A victim the kernel cannot reap at once (oom_reaper gives up on an
-	// mm it cannot lock) lets a second OOM kill in the group take the next
-	// process by score, about one run in ten on a cgroup v1 host: the
-	// compile, whose oom_score_adj numasteal raised above its own, never
-	// numasteal. numasteal then runs the compile again (retried), and the
-	// signal goes to that run.
+	// run and how often the compile ran, after an OOM kill of another
+	// program in the group when big. A victim the kernel cannot reap at
+	// once (oom_reaper gives up on an mm it cannot lock) lets a second OOM
+	// kill in the group take the next process by score, about one run in
+	// ten on a cgroup v1 host: the compile, whose oom_score_adj numasteal
+	// raised above its own, never numasteal. numasteal then runs the
+	// compile again (it held far less than the limit), and the signal
+	// goes to that run too.
 	seen := map[int]bool{}
-	compile := func() int {
-		// The compile is the one process running this test's memhog (on
-		// cgroup v2 it is in a task cgroup below the group) not seen yet.
+	// next returns the compile's next run, the one process running this
+	// test's memhog not seen yet, or the build's end.
+	next := func(done <-chan ranInGroup) (pid int, r ranInGroup, ended bool) {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			ents, _ := os.ReadDir("/proc")
@@ -387,47 +396,58 @@ func TestRunMemoryUserKillNotRetried(t *testing.T) {
 				}
 				if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe == p.memhog {
 					seen[n] = true
-					return n
+					return n, r, false
 				}
 			}
+			select {
+			case r = <-done:
+				return 0, r, true
+			default:
+			}
 			if time.Now().After(deadline) {
-				t.Fatal("the compile never started")
+				t.Fatal("the compile never started, and the build never ended")
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	attempt := func(sig syscall.Signal, big bool) (r ranInGroup, retried bool) {
+	attempt := func(sig syscall.Signal, big bool) (r ranInGroup, runs int) {
 		done := make(chan ranInGroup, 1)
 		go func() { done <- numastealInGroup(t, g, p.src, "--history", "", p.cmds) }()
-		pid := compile()
-		kills := g.OOMKills()
+		pid, r, ended := next(done)
+		if ended {
+			t.Fatalf("%v: the build ended before its compile started: exit %d\n%s", sig, r.code, r.stderr)
+		}
 		if big {
 			// A program too big for the group is OOM-killed meanwhile.
+			kills := g.OOMKills()
 			src := writeFile(t, p.dir, "big.c", "/* memhog mem=800 ms=100 */\n")
 			runInGroup(t, g, p.dir, exec.Command(p.memhog, src, "-o", filepath.Join(p.dir, "big.o")))
-			if n := g.OOMKills(); n == kills {
+			if g.OOMKills() == kills {
 				t.Fatal("the program too big for the group was not OOM-killed")
-			} else if n > kills+1 {
-				t.Logf("%v: the OOM kill in the group also took a second victim", sig)
-				pid, retried = compile(), true
 			}
 		}
-		syscall.Kill(pid, sig)
-		return <-done, retried
+		for runs = 1; ; runs++ {
+			syscall.Kill(pid, sig)
+			if pid, r, ended = next(done); ended {
+				return r, runs
+			}
+			t.Logf("%v: the compile runs again (run %d)", sig, runs+1)
+		}
 	}
 
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		r, retried := attempt(sig, sig == syscall.SIGTERM)
+		r, runs := attempt(sig, sig == syscall.SIGTERM)
 		want := fmt.Sprintf("killed by signal %d", int(sig))
 		if r.code != exitFail || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "OOM-killed") {
 			t.Errorf("%v: exit %d (-1: numasteal was killed), want %d and %q\n%s", sig, r.code, exitFail, want, r.stderr)
 		}
-		wantRetries := 0
-		if retried {
-			wantRetries = 1
+		// Each run but the last was an OOM kill's second victim; without
+		// the other program, there is none.
+		if sig == syscall.SIGKILL && runs != 1 {
+			t.Errorf("%v: the compile ran %d times, want once", sig, runs)
 		}
-		if _, _, retries := memoryLine(t, r.stdout); retries != wantRetries {
-			t.Errorf("%v: %d OOM retries, want %d", sig, retries, wantRetries)
+		if retries := memoryLine(t, r.stdout).retries; retries != runs-1 {
+			t.Errorf("%v: %d OOM retries, want %d", sig, retries, runs-1)
 		}
 	}
 }
@@ -444,7 +464,7 @@ func TestMemoryStatusAndSummary(t *testing.T) {
 	m.Budget, m.Sample.Limit, m.Sample.LimitFile, m.Freezes, m.Thaws, m.OOMRetries = 2<<30, 1<<30, "/cg/memory.max", 3, 3, 1
 	var b bytes.Buffer
 	printMemory(&b, &m)
-	if got, want := b.String(), "memory: budget (--mem) 2048M, limit 1024M (/cg/memory.max), 300M available at the end, 3 freezes, 3 thaws, 1 OOM retries\n"; got != want {
+	if got, want := b.String(), "memory: budget (--mem) 2048M, limit 1024M (/cg/memory.max), 300M available at the end, 0 OOM kills, 3 freezes, 3 thaws, 1 OOM retries\n"; got != want {
 		t.Errorf("printMemory = %q, want %q", got, want)
 	}
 }

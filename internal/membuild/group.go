@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,15 +116,30 @@ func (g *Group) Command(cmd *exec.Cmd) *exec.Cmd {
 	return cmd
 }
 
-// OOMKills returns the OOM kills in the group so far.
+// OOMKills returns the OOM kills in the group and in the cgroups below
+// it that exist now (v2 counts those in the group's memory.events; v1
+// counts a kill in the victim's cgroup alone, so the count of a cgroup
+// removed since is lost).
 func (g *Group) OOMKills() int64 {
-	file, key := "memory.oom_control", "oom_kill"
 	if g.V2 {
-		file = "memory.events"
+		return oomKills(filepath.Join(g.Dir, "memory.events"))
 	}
-	b, _ := os.ReadFile(filepath.Join(g.Dir, file))
+	var n int64
+	filepath.WalkDir(g.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			n += oomKills(filepath.Join(p, "memory.oom_control"))
+		}
+		return nil
+	})
+	return n
+}
+
+// oomKills reads the oom_kill count of a memory.events or
+// memory.oom_control file; 0 when it has none.
+func oomKills(file string) int64 {
+	b, _ := os.ReadFile(file)
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == key {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" {
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			return n
 		}
