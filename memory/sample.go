@@ -226,6 +226,9 @@ func (s *Source) OOMKills() (int64, error) {
 	}
 	n, ok, err := s.groupOOMKills()
 	if err != nil || ok {
+		if s.tasksBelowOwn() {
+			tasks = 0 // v2 counted them in the own cgroup already
+		}
 		return n + tasks, err
 	}
 	b, err := s.read("proc/vmstat")
@@ -238,11 +241,16 @@ func (s *Source) OOMKills() (int64, error) {
 	return n + tasks, nil
 }
 
+// tasksBelowOwn reports whether the tasks' cgroup is a v2 cgroup below the
+// process's own, whose memory.events counts the kills below it.
+func (s *Source) tasksBelowOwn() bool {
+	return s.tasks != nil && s.tasks.V2 && len(s.groups) > 0 && s.groups[0].V2 &&
+		strings.HasPrefix(s.tasks.Dir, strings.TrimSuffix(s.groups[0].Dir, "/")+"/")
+}
+
 // tasksOOMKills reads the OOM-kill count of the tasks' cgroup (WithTasks),
 // 0 without one. v1 counts a kill in the victim's cgroup alone, so the
-// own cgroup's count misses it; v2 counts it in every ancestor too, and
-// a tasks' cgroup below the own one is then counted twice, which changes
-// nothing that only the count's changes mean.
+// own cgroup's count misses it; v2 counts it in every ancestor too.
 func (s *Source) tasksOOMKills() (int64, error) {
 	if s.tasks == nil {
 		return 0, nil

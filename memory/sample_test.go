@@ -333,3 +333,28 @@ func TestTasksLimit(t *testing.T) {
 		t.Errorf("Source.TasksLimit of a bad statm: %v, want ErrSyntax", err)
 	}
 }
+
+// A v2 tasks' cgroup below the own one (the process moved to a leaf):
+// the own cgroup's memory.events counts its kills already.
+func TestWithTasksBelowOwnV2(t *testing.T) {
+	root := copyFixture(t, "v2")
+	src, err := Open(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := src.Groups()[0].Dir
+	rel := filepath.Join(own, "numasteal-1")
+	if err := os.Mkdir(filepath.Join(root, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, filepath.Join(rel, "memory.max"), "max\n")
+	writeFile(t, root, filepath.Join(rel, "memory.events"), "low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n")
+	before, err := src.OOMKills()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := src.WithTasks(topology.MemoryCgroup{Dir: rel, V2: true, Depth: -1}).OOMKills()
+	if after != before || err != nil {
+		t.Errorf("OOMKills with a v2 tasks' cgroup below the own one = %d, %v; want the own count %d", after, err, before)
+	}
+}

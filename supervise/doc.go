@@ -110,10 +110,14 @@
 // forking thread could not enter is moved in right after its fork
 // (cgroup.procs), beside its OOM score. In v2 it is the run's
 // cgroup, its tasks cloned into it, with the memory controller enabled in
-// its parent; v2 enables no controller below a cgroup that holds
-// processes, so this needs a CgroupParent without members (a delegated
-// subtree), or the hierarchy's root. Close, and the watchdog when this
-// process dies, remove it.
+// its parent. v2 enables no controller below a cgroup that holds
+// processes: the parent is a CgroupParent without members (a delegated
+// subtree), or this process's own cgroup when this process is its only
+// member (a unit or container of its own, a test's cgroup), which it
+// then leaves for a leaf numasteal-RUN-self below it, and the watchdog,
+// started after, is there too. Close, and the watchdog when this process
+// dies, remove the tasks' cgroup, disable the controller again, move back
+// and remove the leaf.
 //
 // The reaper. With Options.Subreaper, this process is a child subreaper
 // (PR_SET_CHILD_SUBREAPER, tini -s): an orphan anywhere below it is

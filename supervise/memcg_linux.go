@@ -34,7 +34,11 @@ type taskMemory struct {
 	// cgroup), and ownThreads that of this process's own group, to which
 	// it moves back; nil in v2.
 	threads, ownThreads *os.File
-	warned              atomic.Bool // a failed move was logged
+	// leaf is the v2 cgroup this process moved to, below its own, so that
+	// its own could enable the memory controller for the run's cgroup; ""
+	// when it did not move.
+	leaf   string
+	warned atomic.Bool // a failed move was logged
 }
 
 // makeTaskMemory makes the run's tasks' memory cgroup, limited to limit
@@ -58,17 +62,84 @@ func makeTaskMemory(runID string, limit int64, run *cgroupRun) (*taskMemory, err
 		return nil, errors.New("cgroup v2 holds the memory controller, and the run has no cgroup")
 	}
 	// v2 gives a cgroup's children a controller only when the cgroup
-	// holds no process itself (its root excepted): a run cgroup below
-	// this process's own cgroup can have its own limit only when the
-	// parent is a delegated subtree without members (CgroupParent).
+	// holds no process itself (its root excepted): the run cgroup's
+	// parent must be a delegated subtree without members (CgroupParent),
+	// or this process's own cgroup once this process, its only member,
+	// has moved to a leaf below it.
+	m := &taskMemory{group: topology.MemoryCgroup{Dir: run.dir, V2: true}}
 	parent := filepath.Dir(run.dir)
 	if err := enableMemory(parent); err != nil {
-		return nil, fmt.Errorf("enabling the memory controller below %s: %w", parent, err)
+		if !errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("enabling the memory controller below %s: %w", parent, err)
+		}
+		if m.leaf, err = leaveForLeaf(parent, run.dir+"-self"); err != nil {
+			return nil, fmt.Errorf("enabling the memory controller below %s: %w", parent, err)
+		}
+		if err := enableMemory(parent); err != nil {
+			m.restore()
+			return nil, fmt.Errorf("enabling the memory controller below %s: %w", parent, err)
+		}
 	}
 	if err := writeLimit(filepath.Join(run.dir, "memory.max"), limit); err != nil {
+		m.restore()
 		return nil, err
 	}
-	return &taskMemory{group: topology.MemoryCgroup{Dir: run.dir, V2: true}}, nil
+	return m, nil
+}
+
+// leaveForLeaf moves this process from its v2 cgroup own, where it must
+// be the only process, into a new cgroup leaf below it, so that own may
+// enable controllers for its children; restore undoes it. The error
+// says why not; nothing is changed then.
+func leaveForLeaf(own, leaf string) (string, error) {
+	mount, path, err := ownCgroup()
+	if err != nil {
+		return "", err
+	}
+	if own != filepath.Join(mount, path) {
+		return "", fmt.Errorf("the cgroup has processes of its own (v2 then enables no controller below it), and it is not this process's")
+	}
+	if pids := memcgPids(own); len(pids) != 1 || pids[0] != os.Getpid() {
+		return "", fmt.Errorf("the cgroup has processes of its own (v2 then enables no controller below it), and not only this one: %v", pids)
+	}
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		return "", fmt.Errorf("making a leaf cgroup for this process: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		_ = os.Remove(leaf)
+		return "", fmt.Errorf("moving this process to a leaf cgroup: %w", err)
+	}
+	return leaf, nil
+}
+
+// restore undoes leaveForLeaf, once nothing is left below the parent but
+// the leaf: the memory controller is disabled in the parent again, this
+// process moves back and the leaf is removed. A no-op without a leaf.
+func (m *taskMemory) restore() error {
+	if m.leaf == "" {
+		return nil
+	}
+	err := returnFromLeaf(m.leaf, os.Getpid())
+	m.leaf = ""
+	return err
+}
+
+// returnFromLeaf disables the memory controller in leaf's parent, moves
+// pid there from leaf and removes leaf (after the leaf's other members,
+// a watchdog that is exiting, have gone: up to 10 s).
+func returnFromLeaf(leaf string, pid int) error {
+	parent := filepath.Dir(leaf)
+	var errs []error
+	if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("-memory"), 0); err != nil {
+		errs = append(errs, fmt.Errorf("supervise: disabling the memory controller below %s: %w", parent, err))
+	}
+	if err := os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		errs = append(errs, fmt.Errorf("supervise: moving back to %s: %w", parent, err))
+	}
+	if err := removeCgroupTree(leaf, 10*time.Second); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // makeTaskMemoryV1 makes the v1 memory cgroup numasteal-RUNID below own.

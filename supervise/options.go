@@ -73,8 +73,9 @@ type Options struct {
 	// a margin for this process), so that when the tasks outgrow it the
 	// kernel's OOM killer chooses among them alone, never this process
 	// or another member of its cgroup; doc.go, "The tasks' memory".
-	// Where no such cgroup can be made the tasks run without it, and
-	// Mechanisms says why.
+	// In cgroup v2 this process may move to a leaf below its own cgroup
+	// for the run. Where no such cgroup can be made the tasks run without
+	// it, and Mechanisms says why.
 	TaskMemoryLimit int64
 	// Logger receives the mechanism report and warnings; nil means
 	// zap.NewNop().

@@ -17,6 +17,9 @@ import (
 //	                  remove it and the task cgroups below it
 //	memcg "DIR"       the tasks' v1 memory cgroup: SIGKILL its members,
 //	                  then remove it
+//	leaf "DIR"        the v2 cgroup the supervisor moved to from its
+//	                  parent, which then enabled the memory controller:
+//	                  disable it, move back there and remove DIR
 //	temp "PATH"       remove PATH (a file or a tree) when cleaning
 //	forget "PATH"     PATH is no longer to be removed
 //	tokens N          the supervisor now holds N jobserver tokens; write N
@@ -25,7 +28,7 @@ import (
 //
 // Strings are Go-quoted (strconv.Quote), so a path may hold any byte,
 // newlines and spaces included. Later messages replace earlier ones (run,
-// cgroup, memcg, tokens) or add to and remove from a set (temp, forget). End of
+// cgroup, memcg, leaf, tokens) or add to and remove from a set (temp, forget). End of
 // file without bye means the supervisor died: clean.
 
 // verb is the kind of a watchdog message.
@@ -35,6 +38,7 @@ const (
 	verbRun verb = iota + 1
 	verbCgroup
 	verbMemcg
+	verbLeaf
 	verbTemp
 	verbForget
 	verbTokens
@@ -42,12 +46,12 @@ const (
 )
 
 // verbNames are the protocol's words, indexed by verb.
-var verbNames = [...]string{verbRun: "run", verbCgroup: "cgroup", verbMemcg: "memcg", verbTemp: "temp", verbForget: "forget", verbTokens: "tokens", verbBye: "bye"}
+var verbNames = [...]string{verbRun: "run", verbCgroup: "cgroup", verbMemcg: "memcg", verbLeaf: "leaf", verbTemp: "temp", verbForget: "forget", verbTokens: "tokens", verbBye: "bye"}
 
 // message is one line of the watchdog protocol.
 type message struct {
 	verb verb
-	arg  string // run, cgroup, memcg, temp, forget
+	arg  string // run, cgroup, memcg, leaf, temp, forget
 	n    int    // tokens
 }
 
@@ -58,7 +62,7 @@ var errProtocol = errors.New("supervise: watchdog protocol")
 func (m message) encode() []byte {
 	b := []byte(verbNames[m.verb])
 	switch m.verb {
-	case verbRun, verbCgroup, verbMemcg, verbTemp, verbForget:
+	case verbRun, verbCgroup, verbMemcg, verbLeaf, verbTemp, verbForget:
 		b = append(b, ' ')
 		b = strconv.AppendQuote(b, m.arg)
 	case verbTokens:

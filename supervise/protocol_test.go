@@ -10,6 +10,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		{verb: verbRun, arg: "1234-abcd"},
 		{verb: verbCgroup, arg: "/sys/fs/cgroup/numasteal-1"},
 		{verb: verbMemcg, arg: "/sys/fs/cgroup/memory/numasteal-1"},
+		{verb: verbLeaf, arg: "/sys/fs/cgroup/a/numasteal-1-self"},
 		{verb: verbTemp, arg: "/tmp/a b\nc\"d"},
 		{verb: verbForget, arg: "/tmp/x"},
 		{verb: verbTokens, n: 0},
@@ -38,7 +39,7 @@ func TestParseMessageErrors(t *testing.T) {
 // FuzzParseMessage: no input panics, and what parses encodes back to a line
 // that parses to the same message.
 func FuzzParseMessage(f *testing.F) {
-	for _, s := range []string{`run "1-a"`, `cgroup "/x"`, `memcg "/m"`, `temp "a\nb"`, "tokens 3", "bye", `forget "\xff"`} {
+	for _, s := range []string{`run "1-a"`, `cgroup "/x"`, `memcg "/m"`, `leaf "/l"`, `temp "a\nb"`, "tokens 3", "bye", `forget "\xff"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {

@@ -151,6 +151,9 @@ func New(o Options) (*Supervisor, error) {
 			if s.cg != nil {
 				_ = os.Remove(s.cg.dir)
 			}
+			if s.mem != nil {
+				_ = s.mem.restore()
+			}
 			return nil, err
 		}
 		s.wd = wd
@@ -880,6 +883,13 @@ func (s *Supervisor) Close() error {
 	}
 	if s.wd != nil {
 		if err := s.wd.bye(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Back to this process's own v2 cgroup, the watchdog gone from the
+	// leaf.
+	if s.mem != nil {
+		if err := s.mem.restore(); err != nil {
 			errs = append(errs, err)
 		}
 	}

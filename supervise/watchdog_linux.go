@@ -77,6 +77,9 @@ func (s *Supervisor) startWatchdog(exe string, tokens *os.File) (*watchdogConn, 
 	if s.mem != nil && s.mem.procs != nil {
 		wd.send(message{verb: verbMemcg, arg: s.mem.group.Dir})
 	}
+	if s.mem != nil && s.mem.leaf != "" {
+		wd.send(message{verb: verbLeaf, arg: s.mem.leaf})
+	}
 	return wd, nil
 }
 
@@ -187,9 +190,9 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 		log = zap.NewNop()
 	}
 	var (
-		run, cg, memcg string
-		held           int
-		temps          = make(map[string]bool)
+		run, cg, memcg, leaf string
+		held                 int
+		temps                = make(map[string]bool)
 	)
 	sc := bufio.NewScanner(ctl)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
@@ -208,6 +211,8 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 			cg = m.arg
 		case verbMemcg:
 			memcg = m.arg
+		case verbLeaf:
+			leaf = m.arg
 		case verbTemp:
 			temps[m.arg] = true
 		case verbForget:
@@ -241,6 +246,11 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 		}
 		if err := removeCgroupTree(dir, 10*time.Second); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if leaf != "" {
+		if err := returnFromLeaf(leaf, os.Getpid()); err != nil {
+			errs = append(errs, fmt.Errorf("supervise: watchdog: %w", err))
 		}
 	}
 	return errors.Join(errs...)
