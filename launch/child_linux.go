@@ -110,12 +110,13 @@ type child struct {
 }
 
 // runChild forks prog argv with env from the launcher's locked thread,
-// with its descriptors 0, 1 and 2, Pdeathsig SIGKILL, and the ending
+// with its descriptors 0, 1 and 2, Pdeathsig SIGKILL, the OOM score oom
+// raises for it (put back in the launcher after the fork), and the ending
 // signals the launcher receives forwarded (fw), and waits for it while
 // watching the daemon's connection (watchDaemon). A signal caught before
 // the fork ends the launcher as the signal asks (conn is closed first:
 // nothing ran).
-func runChild(in inherited, fw *forwarder, prog string, argv, env []string, conn *Conn) (ch child, err error) {
+func runChild(in inherited, fw *forwarder, oom *oomAdj, prog string, argv, env []string, conn *Conn) (ch child, err error) {
 	fw.start()
 	if sig := fw.before(); sig != 0 {
 		conn.Close()
@@ -123,11 +124,13 @@ func runChild(in inherited, fw *forwarder, prog string, argv, env []string, conn
 	}
 	start := time.Now()
 	undo := in.startMask()
+	oom.beforeFork()
 	proc, err := os.StartProcess(prog, argv, &os.ProcAttr{
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
+	oom.afterFork()
 	undo()
 	if err != nil {
 		return child{}, err

@@ -57,11 +57,15 @@
 //     could not leave a CPU that work outside the daemon keeps busy, nor
 //     start the compiler driver's children on another CPU. The launcher
 //     has raised its oom_score_adj to 500 while the daemon decided
-//     (internal/oomscore; kept across fork and exec, never lowered): when
-//     memory runs out, the kernel's OOM killer takes the command, which
-//     runs again, before make or the daemon, whose death ends the build
-//     or every build; a launcher waiting meanwhile is small, and goes
-//     after every larger command.
+//     (internal/oomscore; kept across fork and exec, never below what the
+//     launcher inherited): when memory runs out, the kernel's OOM killer
+//     takes the command, which runs again, before make or the daemon,
+//     whose death ends the build or every build. A launcher that forks
+//     the command puts its own value back once the command has started
+//     (oomAdj), so that when the killed command cannot be reaped at once
+//     the kernel's next choice is not the launcher that would run it
+//     again; a launcher waiting meanwhile is small, and goes after every
+//     larger command.
 //  6. Handoff, the usual case: when the grant says "handoff", exec the
 //     command in the launcher's place; the grant itself was the handoff
 //     ("atgrant", below), so the daemon has closed its end and has nothing

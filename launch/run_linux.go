@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/affinity"
-	"github.com/numasteal/numasteal/internal/oomscore"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -83,10 +82,9 @@ func Run(c Config) int {
 	// exists.
 	sendErr := a.send(req, false)
 	in := startSignals()
-	// The command goes to the OOM killer before make and the daemon
-	// (package doc, step 5); the command, forked or exec'd, keeps it. A
-	// failure costs only the choice of the victim.
-	_, _ = oomscore.Raise(0, oomscore.Task)
+	// The command goes to the OOM killer before make, the daemon and this
+	// launcher (package doc, step 5; oomAdj).
+	oom := raiseOOM()
 	prog, argv, code := c.program(stderr)
 	if code != 0 {
 		a.close()
@@ -119,7 +117,7 @@ func Run(c Config) int {
 		code, retry := 0, true
 		if distcc, ok := findDistcc(prog); ok {
 			runtime.LockOSThread() // never unlocked: see Pdeathsig in doc.go
-			code, retry = runRemote(in, fw, c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
+			code, retry = runRemote(in, fw, oom, c.Prog, distcc, append([]string{compiler}, argv[1:]...), host, slot, stderr)
 		} else {
 			slot.conn.Close() // no distcc: the lease goes back unused
 		}
@@ -139,13 +137,13 @@ func Run(c Config) int {
 			return direct(err)
 		}
 	}
-	return runLocal(in, fw, c.Prog, prog, argv, slot, online, stderr)
+	return runLocal(in, fw, oom, c.Prog, prog, argv, slot, online, stderr)
 }
 
 // runLocal runs the command prog argv in the local slot granted: pinned to
 // its CPU, then handed off (exec in the launcher's place) or measured
 // (forked, waited for and reported).
-func runLocal(in inherited, fw *forwarder, progName, prog string, argv []string, slot *slot, online cpuset.Set, stderr io.Writer) int {
+func runLocal(in inherited, fw *forwarder, oom *oomAdj, progName, prog string, argv []string, slot *slot, online cpuset.Set, stderr io.Writer) int {
 	handoff, _ := slot.grant.Get("handoff")
 	if handoff != "1" || online.Len() >= 2 {
 		// The thread is the command's: it forks it with Pdeathsig (see
@@ -170,7 +168,7 @@ func runLocal(in inherited, fw *forwarder, progName, prog string, argv []string,
 		return execDirect(in, progName, prog, argv, env, stderr)
 	}
 	for {
-		ch, err := runChild(in, fw, prog, argv, env, slot.conn)
+		ch, err := runChild(in, fw, oom, prog, argv, env, slot.conn)
 		if err != nil {
 			slot.conn.Close()
 			fmt.Fprintf(stderr, "%s: %s: %v\n", progName, prog, startError(err))
@@ -252,7 +250,7 @@ const remoteIOTimeout = "120"
 // the launcher's exit status, or retry when distcc failed and the compile
 // must run here. A distcc killed by any other signal (Ctrl-C, make's
 // SIGTERM) kills the launcher likewise.
-func runRemote(in inherited, fw *forwarder, progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
+func runRemote(in inherited, fw *forwarder, oom *oomAdj, progName, distcc string, argv []string, host string, s *slot, stderr io.Writer) (code int, retry bool) {
 	env := withEnv(os.Environ(), SlotEnv, s.job)
 	for _, kv := range [...][2]string{
 		{"DISTCC_HOSTS", host}, {"DISTCC_FALLBACK", "0"}, {"DISTCC_SKIP_LOCAL_RETRY", "1"},
@@ -266,7 +264,7 @@ func runRemote(in inherited, fw *forwarder, progName, distcc string, argv []stri
 	if os.Getenv("DISTCC_LOG") == "" {
 		env = withEnv(env, "DISTCC_LOG", os.DevNull)
 	}
-	ch, err := runChild(in, fw, distcc, append([]string{distcc}, argv...), env, s.conn)
+	ch, err := runChild(in, fw, oom, distcc, append([]string{distcc}, argv...), env, s.conn)
 	st, wall := ch.st, ch.wall
 	if err != nil && !ch.started {
 		// Nothing ran: the lease goes back unused, the compile runs here.

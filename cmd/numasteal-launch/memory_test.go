@@ -412,18 +412,26 @@ func TestCommandOOMScore(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	adj := filepath.Join(dir, "adj")
+	// The command also reports its parent's value once it is the
+	// launcher's own again (for at most ten seconds): a launcher that
+	// forked the command puts its own back.
+	script := fmt.Sprintf(`i=0; while [ $(cat /proc/$PPID/oom_score_adj) != %d ] && [ $i -lt 1000 ]; do i=$((i+1)); sleep 0.01; done
+echo $$ $(cat /proc/self/oom_score_adj) $(cat /proc/$PPID/oom_score_adj) > %s`, own, adj)
 	for round, wantHandoff := range []bool{false, true} {
-		c := e.cmd("", e.launcher(), "sh", "-c", "echo $$ $(cat /proc/self/oom_score_adj) > "+adj, "-o", out)
+		c := e.cmd("", e.launcher(), "sh", "-c", script, "-o", out)
 		run(t, c)
-		var pid, got int
+		var pid, got, parent int
 		b, _ := os.ReadFile(adj)
-		fmt.Sscanf(string(b), "%d %d", &pid, &got)
+		fmt.Sscanf(string(b), "%d %d %d", &pid, &got, &parent)
 		if handedOff := pid == c.Process.Pid; handedOff != wantHandoff {
 			t.Fatalf("run %d: handed off %v, want %v", round+1, handedOff, wantHandoff)
 		}
 		if got != want {
 			t.Errorf("run %d (handed off %v): the command's oom_score_adj is %d, want %d (the launcher inherited %d)",
 				round+1, wantHandoff, got, want, own)
+		}
+		if !wantHandoff && parent != own {
+			t.Errorf("run %d: the launcher that forked the command stays at oom_score_adj %d, want its own %d back", round+1, parent, own)
 		}
 	}
 	if got, _ := oomscore.Get(0); got != own {

@@ -14,7 +14,7 @@
 //
 // Raising needs no privilege; lowering below what a process started with
 // needs CAP_SYS_RESOURCE, and a value some parent chose higher is kept,
-// so nothing here lowers one.
+// so nothing here lowers one below what it had.
 package oomscore
 
 import (
@@ -52,7 +52,8 @@ func Get(pid int) (int, error) {
 
 // Set writes adj, which must be in -1000..1000, as the oom_score_adj of
 // pid (0: this process). The caller knows the value is not lower than the
-// present one; Raise finds out.
+// present one, or is the one pid had before it raised it (which needs no
+// privilege either); Raise finds out.
 func Set(pid, adj int) error {
 	if adj < -1000 || adj > 1000 {
 		return fmt.Errorf("oomscore: adjustment %d: want -1000 to 1000", adj)
@@ -65,11 +66,11 @@ func Set(pid, adj int) error {
 }
 
 // Raise sets the oom_score_adj of pid (0: this process) to adj when it is
-// lower, and reports whether it wrote.
-func Raise(pid, adj int) (bool, error) {
-	cur, err := Get(pid)
-	if err != nil || cur >= adj {
-		return false, err
+// lower, and returns the value it had and whether it wrote.
+func Raise(pid, adj int) (prev int, raised bool, err error) {
+	prev, err = Get(pid)
+	if err != nil || prev >= adj {
+		return prev, false, err
 	}
-	return true, Set(pid, adj)
+	return prev, true, Set(pid, adj)
 }

@@ -34,18 +34,25 @@ func TestRaise(t *testing.T) {
 		t.Skipf("SKIP: this process runs at oom_score_adj %d already; nothing to raise", own)
 	}
 	to := max(own+1, Task)
-	if wrote, err := Raise(pid, to); err != nil || !wrote {
-		t.Fatalf("Raise(%d, %d) = %v, %v; want a write", pid, to, wrote, err)
+	if prev, wrote, err := Raise(pid, to); err != nil || !wrote || prev != own {
+		t.Fatalf("Raise(%d, %d) = %d, %v, %v; want %d and a write", pid, to, prev, wrote, err, own)
 	}
 	if got, _ := Get(pid); got != to {
 		t.Errorf("after Raise: %d, want %d", got, to)
 	}
-	// Never lowered.
-	if wrote, err := Raise(pid, own); err != nil || wrote {
-		t.Errorf("Raise to a lower value = %v, %v; want no write", wrote, err)
+	// Never lowered by Raise.
+	if prev, wrote, err := Raise(pid, own); err != nil || wrote || prev != to {
+		t.Errorf("Raise to a lower value = %d, %v, %v; want %d and no write", prev, wrote, err, to)
 	}
 	if got, _ := Get(pid); got != to {
 		t.Errorf("after a lower Raise: %d, want %d kept", got, to)
+	}
+	// Back to the value it had, which needs no privilege.
+	if err := Set(pid, own); err != nil {
+		t.Errorf("Set back to %d after raising: %v", own, err)
+	}
+	if got, _ := Get(pid); got != own {
+		t.Errorf("after Set back: %d, want %d", got, own)
 	}
 	if _, err := Get(-1); err == nil {
 		t.Error("Get(-1) succeeded")
