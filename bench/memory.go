@@ -29,7 +29,8 @@ import (
 // Every run cleans the project (make clean, untimed) and builds it with
 // make -k, so that a compile the kernel kills does not stop the others:
 // a run reports the objects built, the OOM kills the cgroup counted
-// during it (memory.oom_control or memory.events) and make's failed
+// during it (memory.oom_control or memory.events; for numasteal run, its
+// summary's count, which includes its tasks' cgroup) and make's failed
 // jobs (its "*** [target]" lines). A run completed when make exited 0
 // with every object built. The launcher runs in pairs, with a daemon of
 // their own: the first with an empty peak-RSS history, the second with
@@ -401,6 +402,10 @@ type memoryBuild struct {
 // [Makefile:3: f001.o] Killed", "make[1]: *** [f001.o] Error 1".
 var failedJob = regexp.MustCompile(`(?m)^\S*make(\[\d+\])?: \*\*\* \[[^\]]*\] `)
 
+// runOOMKills matches the OOM kills in numasteal run's memory line:
+// "memory: limit 353M (...), 20M available at the end, 1 OOM kills, ...".
+var runOOMKills = regexp.MustCompile(`(?m)^memory: .*?(\d+) OOM kills,`)
+
 // run cleans the project and builds it once with c, in the group; the
 // launcher rows with a new socket of sess, whose daemon it stops at the
 // end. Whatever is left in the group afterwards is killed.
@@ -448,6 +453,14 @@ func (b memoryBuild) run(ctx context.Context, c memoryContender, sess *daemonSes
 			c.name, p.Socket, daemonLogTail(p), tail(out, 2000))
 	}
 	r.OOMKills = b.g.OOMKills() - kills
+	if m := runOOMKills.FindSubmatch(out); c.run && m != nil {
+		// numasteal run's tasks run in a cgroup of their own below the
+		// group, removed when it ends; v1 counts their kills there
+		// alone. Its summary counts the kills in its cgroups, the
+		// group's included.
+		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		r.OOMKills = max(r.OOMKills, n)
+	}
 	r.Failed = len(failedJob.FindAll(out, -1))
 	r.DaemonJobs = use.jobs
 	for _, o := range b.objs {

@@ -94,3 +94,14 @@ func TestMemoryRows(t *testing.T) {
 		t.Errorf("the work directory still holds %v", left)
 	}
 }
+
+func TestRunOOMKills(t *testing.T) {
+	out := "12 tasks: 11 succeeded, 1 failed\nmemory: limit 353M (/sys/fs/cgroup/memory/g/numasteal-1/memory.limit_in_bytes), 20M available at the end, 3 OOM kills, 0 freezes, 0 thaws, 2 OOM retries\n"
+	m := runOOMKills.FindSubmatch([]byte(out))
+	if m == nil || string(m[1]) != "3" {
+		t.Errorf("runOOMKills in %q: %q, want 3", out, m)
+	}
+	if m := runOOMKills.FindSubmatch([]byte("FAILED: 3 OOM kills, said a task\n")); m != nil {
+		t.Errorf("runOOMKills matched a line that is not the memory line: %q", m)
+	}
+}
