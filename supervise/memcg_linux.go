@@ -25,9 +25,10 @@ import (
 // taskMemory is the memory cgroup of a run's tasks.
 type taskMemory struct {
 	group topology.MemoryCgroup // Dir absolute
-	// procs is the v1 group's cgroup.procs, into which each task's main
-	// child is moved right after its fork; nil in v2, where the run's
-	// cgroup is the memory cgroup and tasks are cloned into it.
+	// procs is the v1 group's cgroup.procs, into which a task's main
+	// child is moved right after its fork when its forking thread could
+	// not enter the group; nil in v2, where the run's cgroup is the
+	// memory cgroup and tasks are cloned into it.
 	procs *os.File
 	// threads is the v1 group's tasks file, into which a thread that
 	// forks tasks moves itself (a child is born in its forking thread's
