@@ -10,16 +10,21 @@ import (
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/internal/vmtest"
 	"github.com/numasteal/numasteal/launch"
+	"github.com/numasteal/numasteal/supervise"
 )
 
 // childEnv makes the test binary, started as a child, do one thing instead
 // of running the tests: "report" (TestStartPinned) prints "cpu=N
 // allowed=LIST"; "launch" is the launcher, and "hog" (TestPlaceByNodeMemory)
-// and "alloc" (TestMemoryLimitV2) the compilers it runs.
+// and "alloc" (TestMemoryLimitV2) the compilers it runs; "supervise" is
+// TestTaskMemoryV2Killed's supervisor.
 const childEnv = "NUMASTEAL_GUEST_CHILD"
 
 func TestMain(m *testing.M) {
+	supervise.MaybeWatchdog() // the watchdog of supervisedChild's Supervisor
 	switch os.Getenv(childEnv) {
+	case "supervise":
+		os.Exit(supervisedChild())
 	case "launch":
 		os.Exit(launch.Run(launch.Config{Args: os.Args[1:], Prog: "guest launcher", Serve: []string{"/bin/false"}}))
 	case "hog":

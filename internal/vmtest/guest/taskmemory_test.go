@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/numasteal/numasteal/supervise"
 )
@@ -94,5 +97,93 @@ func TestTaskMemoryV2(t *testing.T) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("after Close %s is left: %v", d, err)
 		}
+	}
+}
+
+// supervisedChild is TestTaskMemoryV2Killed's supervisor: alone in its
+// cgroup, it makes a Supervisor with the tasks' memory cgroup and a
+// watchdog, starts a task that sleeps, prints "ready RUN-CGROUP" and
+// waits to be killed.
+func supervisedChild() int {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	s, err := supervise.New(supervise.Options{TaskMemoryLimit: 64 << 20, Watchdog: exe})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	m := s.Mechanisms()
+	if m.TaskMemory.Dir == "" {
+		fmt.Println("error no tasks' memory cgroup:", m.NoTaskMemoryReason)
+		return 1
+	}
+	if _, err := s.Start(context.Background(), exec.Command("sleep", "1000")); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("ready", m.Cgroup)
+	select {}
+}
+
+// TestTaskMemoryV2Killed: a supervisor that moved to a leaf for the tasks'
+// memory cgroup is SIGKILLed; its watchdog (in the leaf too) kills the
+// task, removes the run's cgroup, disables the memory controller in the
+// supervisor's cgroup again, moves itself back there and removes the leaf.
+func TestTaskMemoryV2Killed(t *testing.T) {
+	l := layout(t)
+	if l.MemLimitMiB == 0 {
+		t.Logf("layout %s sets no memory limit; the check runs on cgroup2-memory-limit", l.Name)
+		return
+	}
+	leaf := limitedLeaf(t, int64(l.MemLimitMiB)<<20)
+	// The supervisor alone in a cgroup of its own beside this test's.
+	home := filepath.Join(filepath.Dir(leaf), "supervisor")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(home)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(home, "cgroup.procs"), exe)
+	c.Env = append(os.Environ(), childEnv+"=supervise")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	run, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
+		c.Process.Kill()
+		c.Wait()
+		t.Fatalf("the supervisor: %q, %v", line, err)
+	}
+	if sub, _ := os.ReadFile(filepath.Join(home, "cgroup.subtree_control")); !strings.Contains(string(sub), "memory") {
+		t.Errorf("the supervisor's cgroup enables %q for its children, want memory", sub)
+	}
+	c.Process.Signal(syscall.SIGKILL)
+	c.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, errRun := os.Stat(run)
+		_, errLeaf := os.Stat(run + "-self")
+		sub, _ := os.ReadFile(filepath.Join(home, "cgroup.subtree_control"))
+		procs, _ := os.ReadFile(filepath.Join(home, "cgroup.procs"))
+		if os.IsNotExist(errRun) && os.IsNotExist(errLeaf) && !strings.Contains(string(sub), "memory") && len(bytes.TrimSpace(procs)) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the supervisor's SIGKILL: run cgroup %v, leaf %v, subtree_control %q, processes in its cgroup %q",
+				errRun, errLeaf, sub, procs)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
