@@ -102,18 +102,19 @@ func (s *Source) WithTasks(g topology.MemoryCgroup) *Source {
 // again, at least 32 MiB, for its growth and its helpers (a watchdog).
 // The tasks' cgroup keeps them from taking that margin, so an OOM kill
 // when they outgrow it chooses among them, never the owner. It returns 0,
-// no such cgroup, when no limit is set or the margin leaves less than
-// half the limit.
+// no such cgroup, when no limit is set or the margin would take more than
+// a quarter of the limit: in so small a group the tasks' room counts for
+// more, and the owner keeps only the OOM score's protection.
 func TasksLimit(limit, self int64) int64 {
 	if limit <= 0 {
 		return 0
 	}
 	self = max(self, 0)
-	l := limit - self - max(self, 32<<20)
-	if l < limit/2 {
+	margin := self + max(self, 32<<20)
+	if margin > limit/4 {
 		return 0
 	}
-	return l
+	return limit - margin
 }
 
 // TasksLimit is the function TasksLimit of a sample taken now and of

@@ -311,7 +311,9 @@ func TestTasksLimit(t *testing.T) {
 		{limit: 0, self: 20 * miB, want: 0},                 // no limit: no tasks' cgroup
 		{limit: 400 * miB, self: 14 * miB, want: 354 * miB}, // 400 − 14 − 32
 		{limit: 16 * giB, self: 300 * miB, want: 16*giB - 600*miB},
-		{limit: 100 * miB, self: 20 * miB, want: 0}, // 48 MiB left: less than half
+		{limit: 100 * miB, self: 20 * miB, want: 0},               // a margin of 52 MiB: more than a quarter
+		{limit: 200 * miB, self: 14 * miB, want: 154 * miB},       // a margin of 46 MiB: less than a quarter
+		{limit: 8 * giB, self: 600 * miB, want: 8*giB - 1200*miB}, // twice what it holds
 		{limit: 400 * miB, self: -1, want: 368 * miB},
 	} {
 		if got := TasksLimit(c.limit, c.self); got != c.want {
