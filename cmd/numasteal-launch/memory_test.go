@@ -225,10 +225,11 @@ func TestMemoryTooBigFailsOnce(t *testing.T) {
 //
 // The kernel picks its victims: while a killed process gives its memory
 // back it may kill another one of the group (the program, or now and
-// then a launcher or the daemon, which no test can protect here: a
-// negative oom_score_adj needs a privilege this sandbox refuses). A
-// failed build is therefore tried up to three times, each failure
-// logged with the daemon's log; a fault of numasteal's fails all three.
+// then the daemon, which runs in the group here and which no test can
+// protect: a negative oom_score_adj needs a privilege this sandbox
+// refuses, and the launchers' commands share make's cgroup). A failed
+// build is therefore tried up to three times, each failure logged with
+// the daemon's log; a fault of numasteal's fails all three.
 func TestMemoryOOMRetried(t *testing.T) {
 	var fails []string
 	for attempt := 1; attempt <= 3; attempt++ {

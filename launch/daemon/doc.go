@@ -69,12 +69,25 @@
 // runs, it waits, up to 30 s, until what it held when it was killed is
 // free again beyond the reserve (another program's memory coming back),
 // then runs alone. The daemon answers with the new grant and the
-// launcher runs the command again, make seeing one success. A job killed near all the memory it had alone fails once, the
-// daemon's "error code=oom" message (its peak and the limit) on the
-// launcher's stderr. A command the user killed, or a SIGKILL with no OOM
-// kill counted, is never run again. Handed-off jobs cannot be run again
+// launcher runs the command again, make seeing one success. A job
+// killed near all the memory it had alone fails once, the daemon's
+// "error code=oom" message (its peak and the limit) on the launcher's
+// stderr. A command the user killed, or a SIGKILL with no OOM kill
+// counted, is never run again. Handed-off jobs cannot be run again
 // (nothing of the launcher is left); they are the ones whose memory is
 // known and plentiful.
+//
+// The commands are the kernel's first victims (their launchers raised
+// their oom_score_adj, and put their own back once a measured command
+// started), but they share make's cgroup with make, the launchers and,
+// when a launcher of that build started it, the daemon: when a killed
+// command cannot be reaped at once and no other command is left to take,
+// a second OOM kill in the group takes the largest process left, the
+// daemon. Its launchers then run their commands without it (admitted by
+// nothing). numasteal run keeps itself out of this with a memory cgroup
+// of its tasks' own (package supervise); the launchers' commands are
+// make's children, in make's cgroup, where cgroup v2 enables no
+// controller below a cgroup with processes.
 //
 // # Fairness
 //
