@@ -86,8 +86,9 @@
 // daemon. Its launchers then run their commands without it (admitted by
 // nothing). numasteal run keeps itself out of this with a memory cgroup
 // of its tasks' own (package supervise); the launchers' commands are
-// make's children, in make's cgroup, where cgroup v2 enables no
-// controller below a cgroup with processes.
+// make's children, in make's cgroup, below which cgroup v2 enables no
+// controller (it holds processes), and no such cgroup is made in v1
+// either.
 //
 // # Fairness
 //
