@@ -66,10 +66,15 @@ func TestExecMakeForksOnlyWhatRuns(t *testing.T) {
 	if most > slots+ahead+1 {
 		t.Errorf("%d launchers alive at once; the jobserver allows %d (and one exiting)", most, slots+ahead)
 	}
+	// The daemon learns that a handed-off command ended from its pidfd,
+	// which its watcher reads after make, the command's parent, may have
+	// given the token back and started the next launcher: on a loaded
+	// machine it counts that one beside the one ending (seen once in a
+	// CI run beside another test load: 4, with 3 by the compiles' count).
 	poll(t, "the daemon to see the build end", func() bool { _, _, ok := e.jobserverEnded(); return ok })
 	_, peak, _ := e.jobserverEnded()
-	if peak > slots+ahead {
-		t.Errorf("the daemon saw %d launchers at once; the jobserver allows %d", peak, slots+ahead)
+	if peak > slots+ahead+1 {
+		t.Errorf("the daemon saw %d launchers at once; the jobserver allows %d (and one ending)", peak, slots+ahead)
 	}
 }
 
