@@ -93,10 +93,8 @@ func (j *job[A, R]) detach(w *worker) {
 	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == j {
 		f[j.k] = nil
 	}
-	if j.k < cap(w.forks) {
-		if f := w.forks[:j.k+1]; f[j.k] == &j.t {
-			f[j.k] = nil
-		}
+	if j.k < len(w.forks) && w.forks[j.k] == &j.t {
+		w.forks[j.k] = &noFork
 	}
 }
 
@@ -104,8 +102,8 @@ func (j *job[A, R]) detach(w *worker) {
 func (j *job[A, R]) attach(w *worker) {
 	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == nil {
 		f[j.k] = j
-		if len(w.forks) == j.k && j.k < cap(w.forks) {
-			w.forks[:j.k+1][j.k] = &j.t
+		if w.nforks == j.k && j.k < len(w.forks) {
+			w.forks[j.k] = &j.t
 		}
 	}
 }
@@ -142,33 +140,51 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	// Ctx.Join's, written out; no defer: the outermost Join's recovers
 	// for every Join below it.
 	w := c.w
-	k := len(w.forks)
-	if k < cap(w.forks) {
-		if t := w.forks[:k+1][k]; t != nil && t.jobs == unsafe.Pointer(js) {
+	k := w.nforks
+	if uint(k) < uint(len(w.forks)) { // unsigned: one check for the index too
+		if t := w.forks[k]; t.jobs == unsafe.Pointer(js) { // t is never nil (noFork)
 			j := (*job[A, R])(unsafe.Pointer(t)) // t is j.t, j's first field
-			j.arg = b                            // its group is set if it is promoted (promote)
-			w.forks = w.forks[:k+1]
+			w.nforks = k + 1
+			j.arg = b // its group is set if it is promoted (promote)
 			w.cnt.forks++
 			w.offer()
-			ra, errA := js.fn(c, a)
+			ra, err = js.fn(c, a)
 			// Only c and j are kept across the call: the rest is loaded
-			// again from them, which costs less than the spills.
+			// again from them, which costs less than the spills. The join
+			// of an unpromoted fork whose first half returned no error
+			// keeps only ra across the second call; joinRest does the rest.
 			w = c.w
 			n := j.k
-			if len(w.forks) != n+1 {
-				forksOutOfOrder()
+			if w.nforks == n+1 && err == nil && n >= w.forkBase {
+				w.nforks = n
+				rb, err = j.jobs.fn(c, j.arg)
+				return ra, rb, err
 			}
-			w.forks = w.forks[:n]
-			if n >= w.forkBase {
-				rb, errB := j.jobs.fn(c, j.arg)
-				return ra, rb, firstErr(errA, errB)
-			}
-			w.forkBase = n
-			rb, errB := j.jobs.joinPromoted(c, j, j.arg)
-			return ra, rb, firstErr(errA, errB)
+			rb, err = j.jobs.joinRest(c, j, err)
+			return ra, rb, err
 		}
 	}
 	return js.joinSlow(c, a, b)
+}
+
+// joinRest is the join of Join's fast path when its fork was promoted,
+// its first half returned errA != nil, or the list is out of order: it
+// forgets the fork and runs or waits for the second half, and returns
+// its result and the first of errA and its error.
+func (js *Jobs[A, R]) joinRest(c *Ctx, j *job[A, R], errA error) (rb R, err error) {
+	w := c.w
+	n := j.k
+	if w.nforks != n+1 {
+		forksOutOfOrder()
+	}
+	w.nforks = n
+	if n >= w.forkBase {
+		rb, err = js.fn(c, j.arg)
+	} else {
+		w.forkBase = n
+		rb, err = js.joinPromoted(c, j, j.arg)
+	}
+	return rb, firstErr(errA, err)
 }
 
 // joinSlow is Join when its fast path does not apply: the outermost Join
@@ -177,7 +193,7 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 // on the fast path, through joinGuarded for the outermost.
 func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
-	k := len(w.forks)
+	k := w.nforks
 	var j *job[A, R]
 	if f := js.local[w.id].frames; k < len(f) {
 		j = f[k]
@@ -185,7 +201,10 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	if j == nil {
 		j = js.newFrame(w, k)
 	}
-	w.forks = append(w.forks, &j.t)[:k]
+	if k == len(w.forks) {
+		w.growForks()
+	}
+	w.forks[k] = &j.t
 	if !w.guarded {
 		return js.joinGuarded(c, a, b)
 	}
@@ -197,7 +216,7 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 // Join below it (see Ctx.Join).
 func (js *Jobs[A, R]) joinGuarded(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
-	base := len(w.forks)
+	base := w.nforks
 	w.guarded = true
 	done := false
 	defer func() {

@@ -80,8 +80,8 @@ func TestJobsSharingForkPositions(t *testing.T) {
 		}
 		rt.Close()
 		for _, w := range rt.workers {
-			if len(w.forks) != 0 || w.forkBase != 0 || w.guarded {
-				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, len(w.forks), w.forkBase, w.guarded)
+			if w.nforks != 0 || w.forkBase != 0 || w.guarded {
+				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, w.nforks, w.forkBase, w.guarded)
 			}
 		}
 	}

@@ -122,10 +122,30 @@ package runtime
 // follows it. The caller sets t's body and group first. Owner only;
 // inlined.
 func (w *worker) remember(t *Task) int {
-	k := len(w.forks)
-	w.forks = append(w.forks, t)
+	k := w.nforks
+	if k == len(w.forks) {
+		w.growForks()
+	}
+	w.forks[k] = t
+	w.nforks = k + 1
 	w.cnt.forks++
 	return k
+}
+
+// noFork fills the slots of worker.forks that hold no task: a slot is
+// never nil, so that Jobs.Join's fast path reads the Task.jobs of the
+// slot past the list's end without a nil check. Never written.
+var noFork Task
+
+// growForks doubles the storage of w's list of remembered forks (at
+// least 8 slots), filling the new slots with noFork. Owner only.
+func (w *worker) growForks() {
+	f := make([]*Task, max(2*len(w.forks), 8))
+	n := copy(f, w.forks)
+	for i := n; i < len(f); i++ {
+		f[i] = &noFork
+	}
+	w.forks = f
 }
 
 // offer promotes w's oldest remembered fork when a thief could use it:
@@ -145,10 +165,10 @@ func (w *worker) offer() {
 // to recycle, and a Jobs job left there is found by the next Join of
 // its Jobs at k (jobFrames). Owner only; inlined.
 func (w *worker) forget(k int) bool {
-	if len(w.forks) != k+1 {
+	if w.nforks != k+1 {
 		forksOutOfOrder()
 	}
-	w.forks = w.forks[:k]
+	w.nforks = k
 	if k < w.forkBase {
 		w.forkBase = k // it was promoted, and so were all older ones
 		return false
@@ -168,7 +188,7 @@ func (w *worker) promote() {
 		w.promoteSkip--
 		return
 	}
-	if w.forkBase == len(w.forks) || w.stealQ.Len() != 0 {
+	if w.forkBase == w.nforks || w.stealQ.Len() != 0 {
 		return
 	}
 	t := w.forks[w.forkBase]
@@ -238,8 +258,8 @@ func (w *worker) groupOf(k int) *Group {
 // Owner only.
 func (w *worker) unguard() {
 	w.guarded = false
-	if k := len(w.forks); k < cap(w.forks) {
-		w.forks[:k+1][k] = nil
+	if k := w.nforks; k < len(w.forks) {
+		w.forks[k] = &noFork
 	}
 }
 

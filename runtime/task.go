@@ -112,7 +112,7 @@ func (t *Task) run(w *worker) (o outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
 	guarded := w.guarded
 	w.unguard()
-	w.segs = append(w.segs, forkSeg{base: len(w.forks), group: t.group})
+	w.segs = append(w.segs, forkSeg{base: w.nforks, group: t.group})
 	done := false
 	defer func() {
 		// recover only when the body did not return: a recover call on
