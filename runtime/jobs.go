@@ -160,7 +160,12 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 				rb, err = j.jobs.fn(c, j.arg)
 				return ra, rb, err
 			}
-			rb, err = j.jobs.joinRest(c, j, err)
+			// Through the interface, so that the fast path keeps no
+			// dictionary of its type parameters across the first call.
+			err = j.t.r.joinRest(c, err)
+			rb = j.res
+			var zeroR R
+			j.res = zeroR
 			return ra, rb, err
 		}
 	}
@@ -169,22 +174,24 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 
 // joinRest is the join of Join's fast path when its fork was promoted,
 // its first half returned errA != nil, or the list is out of order: it
-// forgets the fork and runs or waits for the second half, and returns
-// its result and the first of errA and its error.
-func (js *Jobs[A, R]) joinRest(c *Ctx, j *job[A, R], errA error) (rb R, err error) {
+// forgets the fork, runs or waits for the second half, leaves its result
+// in j.res for Join to take, and returns the first of errA and its
+// error.
+func (j *job[A, R]) joinRest(c *Ctx, errA error) error {
 	w := c.w
 	n := j.k
 	if w.nforks != n+1 {
 		forksOutOfOrder()
 	}
 	w.nforks = n
+	var err error
 	if n >= w.forkBase {
-		rb, err = js.fn(c, j.arg)
+		j.res, err = j.jobs.fn(c, j.arg)
 	} else {
 		w.forkBase = n
-		rb, err = js.joinPromoted(c, j, j.arg)
+		j.res, err = j.jobs.joinPromoted(c, j, j.arg)
 	}
-	return rb, firstErr(errA, err)
+	return firstErr(errA, err)
 }
 
 // joinSlow is Join when its fast path does not apply: the outermost Join

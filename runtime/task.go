@@ -52,9 +52,11 @@ type Task struct {
 }
 
 // jobRunner is implemented by the job objects of Jobs: runJob runs the
-// body, detach and release are jobFrames' bookkeeping (jobs.go).
+// body, joinRest finishes a Join off its fast path, detach and release
+// are jobFrames' bookkeeping (jobs.go).
 type jobRunner interface {
 	runJob(c *Ctx) error
+	joinRest(c *Ctx, errA error) error
 	detach(w *worker)
 	release(w *worker)
 }
