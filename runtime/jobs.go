@@ -132,7 +132,16 @@ func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
 // running task, which returns it as a *PanicError (and zero results) once
 // every fork on the way has been joined; see Ctx.Join. c must be the Ctx
 // of a task of the same runtime.
+//
+//go:nosplit
 func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
+	// No stack check of its own (go:nosplit: two instructions of the 92
+	// that a fork of fib costs with it, Join and the body's two calls):
+	// the frame is small and every function Join calls checks its own,
+	// which the linker verifies for nosplit chains. Join's own
+	// instructions are then no point of asynchronous preemption; those of
+	// the halves it calls are.
+	//
 	// The fast path: the job the last fork at this position of w's list
 	// left in the slot past the list's end is this Jobs' (jobFrames).
 	// Such a job is there only while a guard is on the stack (unguard),
