@@ -66,7 +66,8 @@ type jobFrames[A, R any] struct {
 type job[A, R any] struct {
 	t    Task
 	jobs *Jobs[A, R]
-	k    int // its index in jobs.local[w].frames of the worker that made it
+	fn   func(*Ctx, A) (R, error) // jobs.fn, one load closer for Join's second call
+	k    int                      // its index in jobs.local[w].frames of the worker that made it
 	arg  A
 	res  R
 }
@@ -119,7 +120,7 @@ func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
 	if k >= len(f.frames) {
 		f.frames = append(f.frames, make([]*job[A, R], k+1-len(f.frames))...)
 	}
-	j := &job[A, R]{jobs: js, k: k}
+	j := &job[A, R]{jobs: js, fn: js.fn, k: k}
 	j.t.r, j.t.jobs = j, unsafe.Pointer(js)
 	j.t.join = true
 	f.frames[k] = j
@@ -166,7 +167,7 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 			n := j.k
 			if w.nforks == n+1 && err == nil && n >= w.forkBase {
 				w.nforks = n
-				rb, err = j.jobs.fn(c, j.arg)
+				rb, err = j.fn(c, j.arg)
 				return ra, rb, err
 			}
 			// Through the interface, so that the fast path keeps no
