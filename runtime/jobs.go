@@ -218,10 +218,11 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	if j == nil {
 		j = js.newFrame(w, k)
 	}
-	if k == len(w.forks) {
-		w.growForks()
+	if k < len(w.forks) {
+		w.forks[k] = &j.t
+	} else {
+		w.forks = append(w.forks, &j.t) // k == len(w.forks)
 	}
-	w.forks[k] = &j.t
 	if !w.guarded {
 		return js.joinGuarded(c, a, b)
 	}

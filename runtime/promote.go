@@ -123,30 +123,20 @@ package runtime
 // inlined.
 func (w *worker) remember(t *Task) int {
 	k := w.nforks
-	if k == len(w.forks) {
-		w.growForks()
+	if f := w.forks; uint(k) < uint(len(f)) {
+		f[k] = t
+	} else {
+		w.forks = append(f, t) // k == len(f)
 	}
-	w.forks[k] = t
 	w.nforks = k + 1
 	w.cnt.forks++
 	return k
 }
 
-// noFork fills the slots of worker.forks that hold no task: a slot is
-// never nil, so that Jobs.Join's fast path reads the Task.jobs of the
-// slot past the list's end without a nil check. Never written.
+// noFork marks a slot of worker.forks that holds no task: no slot is
+// nil, so that Jobs.Join's fast path reads the Task.jobs of the slot
+// past the list's end without a nil check. Never written.
 var noFork Task
-
-// growForks doubles the storage of w's list of remembered forks (at
-// least 8 slots), filling the new slots with noFork. Owner only.
-func (w *worker) growForks() {
-	f := make([]*Task, max(2*len(w.forks), 8))
-	n := copy(f, w.forks)
-	for i := n; i < len(f); i++ {
-		f[i] = &noFork
-	}
-	w.forks = f
-}
 
 // offer promotes w's oldest remembered fork when a thief could use it:
 // called after each remember. A function of its own so that both are

@@ -59,8 +59,8 @@ type worker struct {
 	// Remembered forks (promote.go): the list is forks[:nforks], the
 	// second halves of the Joins running on this goroutine's stack,
 	// oldest first; forks[:forkBase] have been promoted to the deque.
-	// forks is the list's storage, never resliced: no slot of it is nil
-	// (noFork marks an empty one, growForks fills new ones), and the
+	// forks is the list's storage, only ever appended to, by a fork at
+	// its end: no slot of it is nil (noFork marks an empty one), and the
 	// slot past the list's end may keep a Jobs job for the next Jobs.Join
 	// at that position (jobFrames). A count, not the slice's length, so
 	// that a fork and a join store an int and check no bounds.
