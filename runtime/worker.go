@@ -59,11 +59,12 @@ type worker struct {
 	// Remembered forks (promote.go): the list is forks[:nforks], the
 	// second halves of the Joins running on this goroutine's stack,
 	// oldest first; forks[:forkBase] have been promoted to the deque.
-	// forks is the list's storage, only ever appended to, by a fork at
-	// its end: no slot of it is nil (noFork marks an empty one), and the
-	// slot past the list's end may keep a Jobs job for the next Jobs.Join
-	// at that position (jobFrames). A count, not the slice's length, so
-	// that a fork and a join store an int and check no bounds.
+	// forks is the list's storage: it grows only by append, by a fork at
+	// its end, so no slot of it is nil (noFork marks an emptied one), and
+	// the slot past the list's end may keep a Jobs job for the next
+	// Jobs.Join at that position (jobFrames). The length is a count, not
+	// the slice's, so that a fork and a join store an int and check no
+	// bounds.
 	forks    []*Task
 	nforks   int
 	forkBase int
