@@ -157,7 +157,11 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 			w.nforks = k + 1
 			j.arg = b // its group is set if it is promoted (promote)
 			w.cnt.forks++
-			w.offer()
+			// offer, written out: inlined, it left a NOP in the fast path
+			// for its inline mark.
+			if w.rt.sched.v.Load() != 0 { // a worker spins or is parked
+				w.promote()
+			}
 			ra, err = js.fn(c, a)
 			// Only c and j are kept across the call: the rest is loaded
 			// again from them, which costs less than the spills. The join

@@ -141,7 +141,8 @@ var noFork Task
 // offer promotes w's oldest remembered fork when a thief could use it:
 // called after each remember. A function of its own so that both are
 // inlined (a call out of line, promote's, costs most of an inlinable
-// function's budget). Owner only.
+// function's budget). Jobs.Join's fast path writes it out (jobs.go).
+// Owner only.
 func (w *worker) offer() {
 	if w.rt.sched.v.Load() != 0 { // a worker spins or is parked
 		w.promote()
