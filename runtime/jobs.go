@@ -13,9 +13,9 @@ import (
 // few plain loads and stores and two calls of fn. Ctx.Join with closures
 // is simpler and costs one or two small allocations per call.
 //
-// A Join still costs a few nanoseconds, about twice a call of fib: a
-// body that does less than that per call runs several times slower than
-// its serial recursion (BenchmarkFibFloor). Below some size, call the
+// A Join still costs a few nanoseconds, one to two calls of fib: fib
+// with a Join per call runs 1.7 to 2.3 times as long as its serial
+// recursion on one worker (BenchmarkFibFloor). Below some size, call the
 // serial function instead (a leaf cutoff, as Cilk's and Spice's users
 // write): with n < 12 calling the serial fib, fib(30) runs within a few
 // percent of the serial recursion on one worker.
@@ -66,7 +66,8 @@ type jobFrames[A, R any] struct {
 type job[A, R any] struct {
 	t    Task
 	jobs *Jobs[A, R]
-	k    int // its index in jobs.local[w].frames of the worker that made it
+	fn   func(*Ctx, A) (R, error) // jobs.fn, one load closer for Join's second call
+	k    int                      // its index in jobs.local[w].frames of the worker that made it
 	arg  A
 	res  R
 }
@@ -93,10 +94,8 @@ func (j *job[A, R]) detach(w *worker) {
 	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == j {
 		f[j.k] = nil
 	}
-	if j.k < cap(w.forks) {
-		if f := w.forks[:j.k+1]; f[j.k] == &j.t {
-			f[j.k] = nil
-		}
+	if j.k < len(w.forks) && w.forks[j.k] == &j.t {
+		w.forks[j.k] = &noFork
 	}
 }
 
@@ -104,8 +103,8 @@ func (j *job[A, R]) detach(w *worker) {
 func (j *job[A, R]) attach(w *worker) {
 	if f := j.jobs.local[w.id].frames; j.k < len(f) && f[j.k] == nil {
 		f[j.k] = j
-		if len(w.forks) == j.k && j.k < cap(w.forks) {
-			w.forks[:j.k+1][j.k] = &j.t
+		if w.nforks == j.k && j.k < len(w.forks) {
+			w.forks[j.k] = &j.t
 		}
 	}
 }
@@ -121,7 +120,7 @@ func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
 	if k >= len(f.frames) {
 		f.frames = append(f.frames, make([]*job[A, R], k+1-len(f.frames))...)
 	}
-	j := &job[A, R]{jobs: js, k: k}
+	j := &job[A, R]{jobs: js, fn: js.fn, k: k}
 	j.t.r, j.t.jobs = j, unsafe.Pointer(js)
 	j.t.join = true
 	f.frames[k] = j
@@ -134,7 +133,16 @@ func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
 // running task, which returns it as a *PanicError (and zero results) once
 // every fork on the way has been joined; see Ctx.Join. c must be the Ctx
 // of a task of the same runtime.
+//
+//go:nosplit
 func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
+	// No stack check of its own (go:nosplit: a fork of fib, Join and the
+	// body's two calls, takes 88 instructions with it, 91 without): the
+	// frame is small and every function Join calls checks its own,
+	// which the linker verifies for nosplit chains. Join's own
+	// instructions are then no point of asynchronous preemption; those of
+	// the halves it calls are.
+	//
 	// The fast path: the job the last fork at this position of w's list
 	// left in the slot past the list's end is this Jobs' (jobFrames).
 	// Such a job is there only while a guard is on the stack (unguard),
@@ -142,33 +150,62 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	// Ctx.Join's, written out; no defer: the outermost Join's recovers
 	// for every Join below it.
 	w := c.w
-	k := len(w.forks)
-	if k < cap(w.forks) {
-		if t := w.forks[:k+1][k]; t != nil && t.jobs == unsafe.Pointer(js) {
+	k := w.nforks
+	if uint(k) < uint(len(w.forks)) { // unsigned: one check for the index too
+		if t := w.forks[k]; t.jobs == unsafe.Pointer(js) { // t is never nil (noFork)
 			j := (*job[A, R])(unsafe.Pointer(t)) // t is j.t, j's first field
-			j.arg = b                            // its group is set if it is promoted (promote)
-			w.forks = w.forks[:k+1]
+			w.nforks = k + 1
+			j.arg = b // its group is set if it is promoted (promote)
 			w.cnt.forks++
-			w.offer()
-			ra, errA := js.fn(c, a)
+			// offer, written out: inlined, it left a NOP in the fast path
+			// for its inline mark.
+			if w.rt.sched.v.Load() != 0 { // a worker spins or is parked
+				w.promote()
+			}
+			ra, err = js.fn(c, a)
 			// Only c and j are kept across the call: the rest is loaded
-			// again from them, which costs less than the spills.
+			// again from them, which costs less than the spills. The join
+			// of an unpromoted fork whose first half returned no error
+			// keeps only ra across the second call; joinRest does the rest.
 			w = c.w
 			n := j.k
-			if len(w.forks) != n+1 {
-				forksOutOfOrder()
+			if w.nforks == n+1 && err == nil && n >= w.forkBase {
+				w.nforks = n
+				rb, err = j.fn(c, j.arg)
+				return ra, rb, err
 			}
-			w.forks = w.forks[:n]
-			if n >= w.forkBase {
-				rb, errB := j.jobs.fn(c, j.arg)
-				return ra, rb, firstErr(errA, errB)
-			}
-			w.forkBase = n
-			rb, errB := j.jobs.joinPromoted(c, j, j.arg)
-			return ra, rb, firstErr(errA, errB)
+			// Through the interface, so that the fast path keeps no
+			// dictionary of its type parameters across the first call.
+			err = j.t.r.joinRest(c, err)
+			rb = j.res
+			var zeroR R
+			j.res = zeroR
+			return ra, rb, err
 		}
 	}
 	return js.joinSlow(c, a, b)
+}
+
+// joinRest is the join of Join's fast path when its fork was promoted,
+// its first half returned errA != nil, or the list is out of order: it
+// forgets the fork, runs or waits for the second half, leaves its result
+// in j.res for Join to take, and returns the first of errA and its
+// error.
+func (j *job[A, R]) joinRest(c *Ctx, errA error) error {
+	w := c.w
+	n := j.k
+	if w.nforks != n+1 {
+		forksOutOfOrder()
+	}
+	w.nforks = n
+	var err error
+	if n >= w.forkBase {
+		j.res, err = j.jobs.fn(c, j.arg)
+	} else {
+		w.forkBase = n
+		j.res, err = j.jobs.joinPromoted(c, j, j.arg)
+	}
+	return firstErr(errA, err)
 }
 
 // joinSlow is Join when its fast path does not apply: the outermost Join
@@ -177,7 +214,7 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 // on the fast path, through joinGuarded for the outermost.
 func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
-	k := len(w.forks)
+	k := w.nforks
 	var j *job[A, R]
 	if f := js.local[w.id].frames; k < len(f) {
 		j = f[k]
@@ -185,7 +222,11 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	if j == nil {
 		j = js.newFrame(w, k)
 	}
-	w.forks = append(w.forks, &j.t)[:k]
+	if k < len(w.forks) {
+		w.forks[k] = &j.t
+	} else {
+		w.forks = append(w.forks, &j.t) // k == len(w.forks)
+	}
 	if !w.guarded {
 		return js.joinGuarded(c, a, b)
 	}
@@ -197,7 +238,7 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 // Join below it (see Ctx.Join).
 func (js *Jobs[A, R]) joinGuarded(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
-	base := len(w.forks)
+	base := w.nforks
 	w.guarded = true
 	done := false
 	defer func() {

@@ -80,8 +80,64 @@ func TestJobsSharingForkPositions(t *testing.T) {
 		}
 		rt.Close()
 		for _, w := range rt.workers {
-			if len(w.forks) != 0 || w.forkBase != 0 || w.guarded {
-				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, len(w.forks), w.forkBase, w.guarded)
+			if w.nforks != 0 || w.forkBase != 0 || w.guarded {
+				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, w.nforks, w.forkBase, w.guarded)
+			}
+		}
+	}
+}
+
+// leafError is the error of leaf i in TestJobsJoinErrors.
+type leafError int
+
+func (e leafError) Error() string { return "leaf failed" }
+
+// Jobs.Join with halves that fail, on 16 virtual workers with thieves and
+// on one worker: both halves run and return their results whatever the
+// other's error, so every leaf runs once and the sum is whole, and the
+// error is the first half's if it has one (the leftmost failed leaf);
+// every few rounds no leaf fails.
+func TestJobsJoinErrors(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, rt := range []*Runtime{virtualRuntime(t, "16amd64-8n2c"), newTestRuntime(t, Config{Workers: 1})} {
+		const leaves = 1 << 11
+		runs := make([]atomic.Int32, leaves)
+		var every int
+		var sum *Jobs[[2]int, int]
+		sum = NewJobs(rt, func(c *Ctx, r [2]int) (int, error) {
+			if r[1]-r[0] == 1 {
+				i := r[0]
+				runs[i].Add(1)
+				burn(30)
+				if every > 0 && i%every == every-1 {
+					return i, leafError(i)
+				}
+				return i, nil
+			}
+			mid := (r[0] + r[1]) / 2
+			a, b, err := sum.Join(c, [2]int{r[0], mid}, [2]int{mid, r[1]})
+			return a + b, err
+		})
+		for round := range 40 {
+			clear(runs)
+			every = []int{0, 2, 97, 1500}[round%4]
+			got, err := sum.Run(context.Background(), [2]int{0, leaves})
+			requireRanOnce(t, runs)
+			if want := leaves * (leaves - 1) / 2; got != want {
+				t.Fatalf("%d workers, round %d: sum %d, want %d", rt.Workers(), round, got, want)
+			}
+			var want error
+			if every > 0 {
+				want = leafError(every - 1)
+			}
+			if err != want {
+				t.Fatalf("%d workers, round %d: error %v, want %v", rt.Workers(), round, err, want)
+			}
+		}
+		rt.Close()
+		for _, w := range rt.workers {
+			if w.nforks != 0 || w.forkBase != 0 || w.guarded {
+				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, w.nforks, w.forkBase, w.guarded)
 			}
 		}
 	}

@@ -82,7 +82,7 @@ func (c *Ctx) Join(a, b Func) error {
 // panic in it or in any Join below it.
 func (c *Ctx) joinGuarded(a, b Func) (err error) {
 	w := c.w
-	base := len(w.forks)
+	base := w.nforks
 	w.guarded = true
 	done := false
 	defer func() {
@@ -116,8 +116,8 @@ func (w *worker) recoverJoin(c *Ctx, base int, v any) error {
 // loop joins in turn. Runs guarded, so the Joins of the halves it runs
 // install no guard of their own. Owner only.
 func (w *worker) unwindForks(c *Ctx, base int) {
-	for len(w.forks) > base {
-		k := len(w.forks) - 1
+	for w.nforks > base {
+		k := w.nforks - 1
 		t := w.forks[k]
 		promoted := !w.forget(k)
 		if t.r != nil {

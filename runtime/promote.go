@@ -122,16 +122,27 @@ package runtime
 // follows it. The caller sets t's body and group first. Owner only;
 // inlined.
 func (w *worker) remember(t *Task) int {
-	k := len(w.forks)
-	w.forks = append(w.forks, t)
+	k := w.nforks
+	if f := w.forks; uint(k) < uint(len(f)) {
+		f[k] = t
+	} else {
+		w.forks = append(f, t) // k == len(f)
+	}
+	w.nforks = k + 1
 	w.cnt.forks++
 	return k
 }
 
+// noFork marks a slot of worker.forks that holds no task: no slot is
+// nil, so that Jobs.Join's fast path reads the Task.jobs of the slot
+// past the list's end without a nil check. Never written.
+var noFork Task
+
 // offer promotes w's oldest remembered fork when a thief could use it:
 // called after each remember. A function of its own so that both are
 // inlined (a call out of line, promote's, costs most of an inlinable
-// function's budget). Owner only.
+// function's budget). Jobs.Join's fast path writes it out (jobs.go).
+// Owner only.
 func (w *worker) offer() {
 	if w.rt.sched.v.Load() != 0 { // a worker spins or is parked
 		w.promote()
@@ -145,10 +156,10 @@ func (w *worker) offer() {
 // to recycle, and a Jobs job left there is found by the next Join of
 // its Jobs at k (jobFrames). Owner only; inlined.
 func (w *worker) forget(k int) bool {
-	if len(w.forks) != k+1 {
+	if w.nforks != k+1 {
 		forksOutOfOrder()
 	}
-	w.forks = w.forks[:k]
+	w.nforks = k
 	if k < w.forkBase {
 		w.forkBase = k // it was promoted, and so were all older ones
 		return false
@@ -168,7 +179,7 @@ func (w *worker) promote() {
 		w.promoteSkip--
 		return
 	}
-	if w.forkBase == len(w.forks) || w.stealQ.Len() != 0 {
+	if w.forkBase == w.nforks || w.stealQ.Len() != 0 {
 		return
 	}
 	t := w.forks[w.forkBase]
@@ -238,8 +249,8 @@ func (w *worker) groupOf(k int) *Group {
 // Owner only.
 func (w *worker) unguard() {
 	w.guarded = false
-	if k := len(w.forks); k < cap(w.forks) {
-		w.forks[:k+1][k] = nil
+	if k := w.nforks; k < len(w.forks) {
+		w.forks[k] = &noFork
 	}
 }
 

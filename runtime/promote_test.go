@@ -64,8 +64,8 @@ func TestPromotedForksRunOnceWithPanics(t *testing.T) {
 		}
 		rt.Close()
 		for _, w := range rt.workers {
-			if len(w.forks) != 0 || w.forkBase != 0 {
-				t.Errorf("worker %d: %d remembered forks (%d promoted) left", w.id, len(w.forks), w.forkBase)
+			if w.nforks != 0 || w.forkBase != 0 {
+				t.Errorf("worker %d: %d remembered forks (%d promoted) left", w.id, w.nforks, w.forkBase)
 			}
 		}
 		s := rt.Stats()
@@ -125,8 +125,8 @@ func TestPanicUnwindsToOutermostJoin(t *testing.T) {
 	}
 	err = rt.Go(context.Background(), func(c *Ctx) error {
 		w := c.w
-		if len(w.forks) != 0 || w.forkBase != 0 || w.guarded {
-			t.Errorf("after the panic: %d forks, base %d, guarded %v", len(w.forks), w.forkBase, w.guarded)
+		if w.nforks != 0 || w.forkBase != 0 || w.guarded {
+			t.Errorf("after the panic: %d forks, base %d, guarded %v", w.nforks, w.forkBase, w.guarded)
 		}
 		err := c.Join(nil, func(*Ctx) error { panic("again") })
 		if !errors.As(err, &pe) || pe.Value != "again" {

@@ -52,9 +52,11 @@ type Task struct {
 }
 
 // jobRunner is implemented by the job objects of Jobs: runJob runs the
-// body, detach and release are jobFrames' bookkeeping (jobs.go).
+// body, joinRest finishes a Join off its fast path, detach and release
+// are jobFrames' bookkeeping (jobs.go).
 type jobRunner interface {
 	runJob(c *Ctx) error
+	joinRest(c *Ctx, errA error) error
 	detach(w *worker)
 	release(w *worker)
 }
@@ -112,7 +114,7 @@ func (t *Task) run(w *worker) (o outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
 	guarded := w.guarded
 	w.unguard()
-	w.segs = append(w.segs, forkSeg{base: len(w.forks), group: t.group})
+	w.segs = append(w.segs, forkSeg{base: w.nforks, group: t.group})
 	done := false
 	defer func() {
 		// recover only when the body did not return: a recover call on

@@ -56,11 +56,17 @@ type worker struct {
 	labels    context.Context
 	relabeled bool // setLabels changed the goroutine's labels (lend.go)
 
-	// Remembered forks (promote.go): the second halves of the Joins
-	// running on this goroutine's stack, oldest first; forks[:forkBase]
-	// have been promoted to the deque. The slot past its end may keep a
-	// Jobs job for the next Jobs.Join at that position (jobFrames).
+	// Remembered forks (promote.go): the list is forks[:nforks], the
+	// second halves of the Joins running on this goroutine's stack,
+	// oldest first; forks[:forkBase] have been promoted to the deque.
+	// forks is the list's storage: it grows only by append, by a fork at
+	// its end, so no slot of it is nil (noFork marks an emptied one), and
+	// the slot past the list's end may keep a Jobs job for the next
+	// Jobs.Join at that position (jobFrames). The length is a count, not
+	// the slice's, so that a fork and a join store an int and check no
+	// bounds.
 	forks    []*Task
+	nforks   int
 	forkBase int
 	// segs says whose the remembered forks are: one entry per task
 	// running on this goroutine's stack (Task.run), innermost last, with
