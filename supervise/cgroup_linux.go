@@ -162,9 +162,8 @@ func makeRunCgroup(parent, runID string) (*cgroupRun, error) {
 			return fail(fmt.Errorf("the cgroup has no %s (Linux < 5.14?): %w", f, err))
 		}
 	}
-	self := []byte(strconv.Itoa(os.Getpid()))
-	if err := os.WriteFile(filepath.Join(ownDir, "cgroup.procs"), self, 0); err != nil {
-		return fail(fmt.Errorf("may not move processes out of %s: %w", ownDir, err))
+	if err := mayMoveOut(ownDir); err != nil {
+		return fail(err)
 	}
 	// A fresh cgroup enables no controller below it unless something
 	// (a parent's configuration, a test) wrote its subtree_control.
@@ -251,6 +250,16 @@ func cgroupFreeze(dir string, freeze bool) error {
 		v = "1"
 	}
 	return os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte(v), 0)
+}
+
+// mayMoveOut checks that this process may move processes out of its own
+// cgroup own (to one below it): it writes its own pid to own's
+// cgroup.procs, which moves nothing and is checked like a move.
+func mayMoveOut(own string) error {
+	if err := writeInt(filepath.Join(own, "cgroup.procs"), int64(os.Getpid())); err != nil {
+		return fmt.Errorf("may not move processes out of %s: %w", own, err)
+	}
+	return nil
 }
 
 // cgroupPids returns the processes in dir itself (cgroup.procs).

@@ -100,13 +100,13 @@ func leaveForLeaf(own, leaf string) (string, error) {
 	if own != filepath.Join(mount, path) {
 		return "", fmt.Errorf("the cgroup has processes of its own (v2 then enables no controller below it), and it is not this process's")
 	}
-	if pids := memcgPids(own); len(pids) != 1 || pids[0] != os.Getpid() {
+	if pids := cgroupPids(own); len(pids) != 1 || pids[0] != os.Getpid() {
 		return "", fmt.Errorf("the cgroup has processes of its own (v2 then enables no controller below it), and not only this one: %v", pids)
 	}
 	if err := os.Mkdir(leaf, 0o755); err != nil {
 		return "", fmt.Errorf("making a leaf cgroup for this process: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+	if err := writeInt(filepath.Join(leaf, "cgroup.procs"), int64(os.Getpid())); err != nil {
 		_ = os.Remove(leaf)
 		return "", fmt.Errorf("moving this process to a leaf cgroup: %w", err)
 	}
@@ -134,7 +134,7 @@ func returnFromLeaf(leaf string, pid int) error {
 	if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("-memory"), 0); err != nil {
 		errs = append(errs, fmt.Errorf("supervise: disabling the memory controller below %s: %w", parent, err))
 	}
-	if err := os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+	if err := writeInt(filepath.Join(parent, "cgroup.procs"), int64(pid)); err != nil {
 		errs = append(errs, fmt.Errorf("supervise: moving back to %s: %w", parent, err))
 	}
 	if err := removeCgroupTree(leaf, 10*time.Second); err != nil {
@@ -171,12 +171,9 @@ func makeTaskMemoryV1(own, runID string, limit int64) (*taskMemory, error) {
 			return fail(fmt.Errorf("opening the tasks' memory cgroup: %w", err))
 		}
 	}
-	// The probe a move needs: this process into its own group, which
-	// moves nothing and is checked like a move into dir.
-	self := []byte(strconv.Itoa(os.Getpid()))
-	if err := os.WriteFile(filepath.Join(own, "cgroup.procs"), self, 0); err != nil {
+	if err := mayMoveOut(own); err != nil {
 		m.close()
-		return fail(fmt.Errorf("may not move processes out of %s: %w", own, err))
+		return fail(err)
 	}
 	return m, nil
 }
@@ -186,14 +183,16 @@ func (m *taskMemory) threadsMove() bool { return m.threads != nil }
 
 // enterThread moves the calling thread, locked and not the main thread,
 // into the v1 group: the children it forks are born there.
-func (m *taskMemory) enterThread() error {
-	_, err := m.threads.Write(strconv.AppendInt(nil, int64(unix.Gettid()), 10))
-	return err
-}
+func (m *taskMemory) enterThread() error { return writeID(m.threads, unix.Gettid()) }
 
 // leaveThread moves the calling thread back to this process's own group.
-func (m *taskMemory) leaveThread() error {
-	_, err := m.ownThreads.Write(strconv.AppendInt(nil, int64(unix.Gettid()), 10))
+func (m *taskMemory) leaveThread() error { return writeID(m.ownThreads, unix.Gettid()) }
+
+// writeID writes a pid or tid to an open cgroup file (cgroup.procs,
+// tasks): one write, which moves it.
+func writeID(f *os.File, id int) error {
+	var buf [20]byte
+	_, err := f.Write(strconv.AppendInt(buf[:0], int64(id), 10))
 	return err
 }
 
@@ -213,7 +212,7 @@ func (m *taskMemory) enter(pid int) error {
 	if m.procs == nil {
 		return nil
 	}
-	_, err := m.procs.Write(strconv.AppendInt(nil, int64(pid), 10))
+	err := writeID(m.procs, pid)
 	if errors.Is(err, unix.ESRCH) {
 		return nil
 	}
@@ -232,10 +231,15 @@ func (m *taskMemory) remove() error {
 
 // writeLimit writes a byte limit to a cgroup file.
 func writeLimit(file string, limit int64) error {
-	if err := os.WriteFile(file, strconv.AppendInt(nil, limit, 10), 0); err != nil {
+	if err := writeInt(file, limit); err != nil {
 		return fmt.Errorf("setting the tasks' memory limit: %w", err)
 	}
 	return nil
+}
+
+// writeInt writes n to a cgroup file (a pid to cgroup.procs moves it).
+func writeInt(file string, n int64) error {
+	return os.WriteFile(file, strconv.AppendInt(nil, n, 10), 0)
 }
 
 // enableMemory turns the v2 memory controller on for dir's children.
@@ -255,16 +259,4 @@ func enableMemory(dir string) error {
 		return err
 	}
 	return nil
-}
-
-// memcgPids returns the processes listed in a cgroup's cgroup.procs.
-func memcgPids(dir string) []int {
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }

@@ -262,7 +262,7 @@ func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error {
 func killRun(run, cg, memcg string) int {
 	prefix := MarkerEnv + "=" + run + "."
 	check := func(pid int) bool { return marked(pid, prefix) }
-	inMemcg := func(pid int) bool { return slices.Contains(memcgPids(memcg), pid) }
+	inMemcg := func(pid int) bool { return slices.Contains(cgroupPids(memcg), pid) }
 	deadline := time.Now().Add(30 * time.Second)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		if cg != "" {
@@ -281,7 +281,7 @@ func killRun(run, cg, memcg string) int {
 			left++
 		}
 		if memcg != "" {
-			for _, pid := range memcgPids(memcg) {
+			for _, pid := range cgroupPids(memcg) {
 				left++
 				signalIf(pid, unix.SIGKILL, inMemcg)
 			}
