@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 )
 
@@ -149,3 +150,17 @@ func parseLimit(b []byte) (n int64, ok bool, err error) {
 // unlimitedV1: a v1 limit at or above this (an eighth of an exabyte) is
 // the kernel's "no limit".
 const unlimitedV1 = 1 << 60
+
+// statmResident returns the resident memory, in bytes, that a
+// /proc/PID/statm text gives (its second field, in pages).
+func statmResident(b []byte) (int64, bool) {
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n * int64(os.Getpagesize()), true
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -223,4 +224,23 @@ func FuzzParseLimit(f *testing.F) {
 			t.Fatalf("parseLimit(%q) = %d; printed back: %d, %v, %v", b, n, m, ok, err)
 		}
 	})
+}
+
+func TestStatmResident(t *testing.T) {
+	page := int64(os.Getpagesize())
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"10000 2560 300 100 0 2000 0\n", 2560 * page, true},
+		{"7 0 0 0 0 0 0", 0, true},
+		{"10000\n", 0, false},
+		{"", 0, false},
+		{"1 x 3", 0, false},
+	} {
+		if got, ok := statmResident([]byte(c.in)); got != c.want || ok != c.ok {
+			t.Errorf("statmResident(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
 }

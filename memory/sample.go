@@ -8,7 +8,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +22,11 @@ import (
 // counters are read again by every Sample, since an administrator may
 // change a limit while a build runs. A Source is safe for concurrent use.
 type Source struct {
-	root     string
-	groups   []topology.MemoryCgroup
+	root   string
+	groups []topology.MemoryCgroup
+	// limited is every cgroup whose limit counts: groups, and the tasks'
+	// cgroup of WithTasks last.
+	limited  []topology.MemoryCgroup
 	tasks    *topology.MemoryCgroup // WithTasks's; nil without
 	pressure string                 // the PSI file, relative to root
 }
@@ -37,7 +39,7 @@ func Open(root string, pid int) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	s := &Source{root: root, groups: groups, pressure: "proc/pressure/memory"}
+	s := &Source{root: root, groups: groups, limited: groups, pressure: "proc/pressure/memory"}
 	// The process's own v2 cgroup has its own PSI, which counts only its
 	// tasks' stalls; the machine's counts everybody's. Prefer the group's:
 	// the memory cgroup's where v2 has the controller (found through the
@@ -84,14 +86,14 @@ func ownV2(root string, pid int) (string, bool) {
 // cgroup first.
 func (s *Source) Groups() []topology.MemoryCgroup { return s.groups }
 
-// WithTasks returns a Source that also reads g, a memory cgroup below
-// the process's own that holds its tasks alone (supervise's
-// Mechanisms.TaskMemory, its Dir below the Source's root): g's limit is
-// one more limit, and the tightest wins. The OOM-kill count stays the
-// process's own cgroup's, which counts the kills below it too.
+// WithTasks returns a Source that also reads g, a memory cgroup that
+// holds the process's tasks alone (supervise's Mechanisms.TaskMemory, its
+// Dir below the Source's root): g's limit is one more limit, and the
+// tightest wins; its OOM kills count with the own cgroup's.
 func (s *Source) WithTasks(g topology.MemoryCgroup) *Source {
 	c := *s
 	c.tasks = &g
+	c.limited = append(slices.Clip(s.groups), g)
 	return &c
 }
 
@@ -128,15 +130,11 @@ func (s *Source) TasksLimit() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	f := strings.Fields(string(b))
-	var pages int64
-	if len(f) >= 2 {
-		pages, err = strconv.ParseInt(f[1], 10, 64)
-	}
-	if len(f) < 2 || err != nil {
+	rss, ok := statmResident(b)
+	if !ok {
 		return 0, &FileError{Path: s.abs("proc/self/statm"), Text: string(b), Err: ErrSyntax}
 	}
-	return TasksLimit(smp.Limit, pages*int64(os.Getpagesize())), nil
+	return TasksLimit(smp.Limit, rss), nil
 }
 
 // Sample is the memory state at one moment.
@@ -188,11 +186,7 @@ func (s *Source) Sample() (Sample, error) {
 		return out, &FileError{Path: s.abs("proc/meminfo"), Err: err}
 	}
 	out.MemAvailable, out.Available = v, v
-	groups := s.groups
-	if s.tasks != nil {
-		groups = append(slices.Clip(groups), *s.tasks)
-	}
-	for _, g := range groups {
+	for _, g := range s.limited {
 		lim, file, ws, err := s.groupState(g)
 		if err != nil {
 			return out, err

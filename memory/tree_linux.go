@@ -73,18 +73,13 @@ func appendChildren(out []int, proc string, pid int) []int {
 // process, so this errs high, the safe side for admission.
 func TreeRSS(proc string, pid int) int64 {
 	var sum int64
-	page := int64(os.Getpagesize())
 	for _, p := range Tree(proc, pid) {
 		b, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(p), "statm"))
 		if err != nil {
 			continue
 		}
-		f := bytes.Fields(b)
-		if len(f) < 2 {
-			continue
-		}
-		if n, err := strconv.ParseInt(string(f[1]), 10, 64); err == nil {
-			sum += n * page
+		if n, ok := statmResident(b); ok {
+			sum += n
 		}
 	}
 	return sum
