@@ -12,6 +12,7 @@ import (
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/internal/memtest"
+	"github.com/numasteal/numasteal/topology"
 	"github.com/numasteal/numasteal/topology/cpuset"
 )
 
@@ -137,16 +138,25 @@ func TestTaskMemory(t *testing.T) {
 	}
 }
 
-// A limit asked for where no memory cgroup can be made for the tasks is
-// no failure: the tasks run, and Mechanisms says why.
-func TestTaskMemoryUnavailable(t *testing.T) {
+// Without a run cgroup (Options.NoCgroup), a tasks' memory cgroup is
+// made where the v1 hierarchy holds the memory controller, and where v2
+// does there is none, Mechanisms says why; either way the tasks run.
+func TestTaskMemoryNoRunCgroup(t *testing.T) {
+	groups, err := topology.MemoryCgroups("/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := newSup(t, Options{NoCgroup: true, TaskMemoryLimit: 64 << 20})
 	m := s.Mechanisms()
-	if m.TaskMemory.Dir == "" && m.NoTaskMemoryReason == "" {
+	switch {
+	case len(groups) > 0 && groups[0].V2:
+		if m.TaskMemory.Dir != "" || !strings.Contains(m.NoTaskMemoryReason, "the run has no cgroup") {
+			t.Errorf("v2 without a run cgroup: tasks' memory cgroup %q, reason %q; want none, the run having no cgroup", m.TaskMemory.Dir, m.NoTaskMemoryReason)
+		}
+	case m.TaskMemory.Dir == "" && m.NoTaskMemoryReason == "":
 		t.Error("no tasks' memory cgroup and no reason")
-	}
-	if m.TaskMemory.Dir != "" && !strings.HasPrefix(m.TaskMemory.Dir, "/") {
-		t.Errorf("TaskMemory.Dir = %q, want an absolute directory", m.TaskMemory.Dir)
+	case m.TaskMemory.Dir != "" && (m.TaskMemory.V2 || !strings.HasPrefix(m.TaskMemory.Dir, groups[0].Dir+"/")):
+		t.Errorf("tasks' memory cgroup %+v, want a v1 cgroup below this process's %s", m.TaskMemory, groups[0].Dir)
 	}
 	task, err := s.Start(context.Background(), exec.Command("true"))
 	if err != nil {
