@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/numasteal/numasteal/internal/membuild"
+	"github.com/numasteal/numasteal/internal/vmtest"
 	"github.com/numasteal/numasteal/launch/daemon"
 	"github.com/numasteal/numasteal/memory"
 )
@@ -81,9 +82,8 @@ func alloc(args []string) int {
 // kill run again; two of them at once without the daemon are OOM-killed
 // (the limit bites).
 func TestMemoryLimitV2(t *testing.T) {
-	l := layout(t)
-	if l.MemLimitMiB == 0 {
-		t.Logf("layout %s sets no memory limit; the cgroup v2 memory-limit check runs on cgroup2-memory-limit", l.Name)
+	l, ok := limitedLayout(t)
+	if !ok {
 		return
 	}
 	limit := int64(l.MemLimitMiB) << 20
@@ -235,6 +235,18 @@ func compileAll(t *testing.T, srcs []string, command func(src string) *exec.Cmd)
 	}
 	wg.Wait()
 	return errs
+}
+
+// limitedLayout returns the VM's layout and whether it sets a memory
+// limit, which the cgroup v2 memory checks need; without one it logs
+// that they run on another layout.
+func limitedLayout(t *testing.T) (vmtest.Layout, bool) {
+	t.Helper()
+	l := layout(t)
+	if l.MemLimitMiB == 0 {
+		t.Logf("layout %s sets no memory limit; the cgroup v2 memory checks run on cgroup2-memory-limit", l.Name)
+	}
+	return l, l.MemLimitMiB != 0
 }
 
 // limitedLeaf makes a cgroup v2 group limited to limit bytes (no swap)

@@ -26,9 +26,8 @@ import (
 // the run's cgroup, and the kill is counted there. Close puts this process
 // back, disables the controller and removes the cgroups it made.
 func TestTaskMemoryV2(t *testing.T) {
-	l := layout(t)
-	if l.MemLimitMiB == 0 {
-		t.Logf("layout %s sets no memory limit; the tasks' memory cgroup check runs on cgroup2-memory-limit", l.Name)
+	l, ok := limitedLayout(t)
+	if !ok {
 		return
 	}
 	limit := int64(l.MemLimitMiB) << 20
@@ -133,9 +132,8 @@ func supervisedChild() int {
 // task, removes the run's cgroup, disables the memory controller in the
 // supervisor's cgroup again, moves itself back there and removes the leaf.
 func TestTaskMemoryV2Killed(t *testing.T) {
-	l := layout(t)
-	if l.MemLimitMiB == 0 {
-		t.Logf("layout %s sets no memory limit; the check runs on cgroup2-memory-limit", l.Name)
+	l, ok := limitedLayout(t)
+	if !ok {
 		return
 	}
 	leaf := limitedLeaf(t, int64(l.MemLimitMiB)<<20)
