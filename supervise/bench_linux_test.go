@@ -4,10 +4,14 @@ package supervise
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/numasteal/numasteal/affinity"
 	"github.com/numasteal/numasteal/topology/cpuset"
@@ -124,5 +128,29 @@ func BenchmarkSweep(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.sweep(t)
+	}
+}
+
+// BenchmarkThreadMove: what StartHere adds to a fork in the tasks' v1
+// memory cgroup, the calling thread's move in and back out (two writes
+// to tasks files). Skipped where no v1 tasks' cgroup can be made.
+func BenchmarkThreadMove(b *testing.B) {
+	m, err := makeTaskMemory(fmt.Sprintf("bench-%d", os.Getpid()), 1<<30, nil)
+	if err != nil || !m.threadsMove() {
+		b.Skipf("SKIP: no v1 tasks' memory cgroup here: %v", err)
+	}
+	defer m.remove()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		b.Skip("SKIP: the benchmark runs on the main thread, which never enters")
+	}
+	for b.Loop() {
+		if err := m.enterThread(); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.leaveThread(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
