@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numasteal/numasteal/internal/freelist"
 )
 
 // exitWatch waits for a main child's exit through a pidfd (pidfd_open,
@@ -32,10 +34,14 @@ type exitWatch struct {
 
 	// A blocking watch: the pidfd and the eventfd that interrupts the
 	// poll, both -1 once closed. mu guards them against close, since
-	// interrupt and exited may come from any goroutine.
-	mu   sync.Mutex
-	fd   int
-	wake int
+	// interrupt and exited may come from any goroutine. An eventfd never
+	// written (woken false) goes back to wakes, the Supervisor's idle
+	// ones, when the watch closes.
+	mu    sync.Mutex
+	fd    int
+	wake  int
+	woken bool
+	wakes *freelist.List[int]
 }
 
 // watchExit returns an exitWatch of child pid that waits in the poller,
@@ -50,18 +56,23 @@ func watchExit(pid int) *exitWatch {
 }
 
 // watchExitHere returns a blocking exitWatch of child pid, or nil where
-// pidfds or eventfds do not work.
-func watchExitHere(pid int) *exitWatch {
+// pidfds or eventfds do not work. Its eventfd is an idle one of wakes
+// when there is one: a task that is not interrupted (nearly every one)
+// costs no eventfd of its own.
+func watchExitHere(pid int, wakes *freelist.List[int]) *exitWatch {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
 		return nil
 	}
-	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		unix.Close(fd)
-		return nil
+	wake, ok := wakes.Pop()
+	if !ok {
+		wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			unix.Close(fd)
+			return nil
+		}
 	}
-	return &exitWatch{fd: fd, wake: wake}
+	return &exitWatch{fd: fd, wake: wake, wakes: wakes}
 }
 
 // exited reports whether the process has exited, without reaping it.
@@ -113,7 +124,9 @@ func (w *exitWatch) waitHere() bool {
 			// Only a bad descriptor could get here: ask the pidfd.
 			return pidfdExited(w.fd)
 		}
-		if fds[0].Revents != 0 && pidfdExited(w.fd) {
+		// A pidfd polls readable once its process has exited (Linux
+		// 5.3): no waitid to confirm it.
+		if fds[0].Revents&unix.POLLIN != 0 || fds[0].Revents != 0 && pidfdExited(w.fd) {
 			return true
 		}
 		if fds[1].Revents != 0 {
@@ -138,10 +151,11 @@ func (w *exitWatch) interrupt() {
 		// Never read: the eventfd stays readable for later waits.
 		var one = [8]byte{1}
 		_, _ = unix.Write(w.wake, one[:])
+		w.woken = true
 	}
 }
 
-// close closes the pidfd (and the eventfd).
+// close closes the pidfd, and the eventfd or gives it back.
 func (w *exitWatch) close() {
 	if w == nil {
 		return
@@ -154,7 +168,11 @@ func (w *exitWatch) close() {
 	defer w.mu.Unlock()
 	if w.fd >= 0 {
 		unix.Close(w.fd)
-		unix.Close(w.wake)
+		if w.woken {
+			unix.Close(w.wake)
+		} else {
+			w.wakes.Push(w.wake)
+		}
 		w.fd, w.wake = -1, -1
 	}
 }

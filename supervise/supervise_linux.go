@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/internal/freelist"
 	"github.com/numasteal/numasteal/internal/oomscore"
 )
 
@@ -58,6 +59,10 @@ type Supervisor struct {
 	reaperDone chan struct{}
 
 	wd *watchdogConn // nil without a watchdog
+
+	// wakes are idle eventfds for the polls of StartHere's tasks
+	// (watchExitHere), closed by Close.
+	wakes freelist.List[int]
 
 	mem *taskMemory // the tasks' memory cgroup; nil without one
 
@@ -397,7 +402,7 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 		t.exit = watchExit(t.pid)
 		t.monitor = func() { s.monitor(ctx, t) }
 	case here:
-		if t.exit = watchExitHere(t.pid); t.exit == nil {
+		if t.exit = watchExitHere(t.pid, &s.wakes); t.exit == nil {
 			t.exit = watchExit(t.pid)
 		}
 		t.monitor = func() {
@@ -448,7 +453,8 @@ func (s *Supervisor) startHere(cmd *exec.Cmd, place *affinity.Placement) (inside
 }
 
 // startHere starts cmd from the calling thread, which the caller has
-// locked, narrowed to place's CPUs for the fork when place is not nil.
+// locked, narrowed to place's CPUs for the fork when place is not nil and
+// the thread's mask is another set.
 func startHere(cmd *exec.Cmd, place *affinity.Placement) error {
 	if place == nil {
 		return cmd.Start()
@@ -456,6 +462,11 @@ func startHere(cmd *exec.Cmd, place *affinity.Placement) error {
 	mask, err := affinity.Allowed()
 	if err != nil {
 		return fmt.Errorf("supervise: reading the thread's CPU mask: %w", err)
+	}
+	if mask.Equal(place.CPUs) {
+		// The child inherits the placement as it is (a node that is the
+		// whole machine, a thread already on the CPU).
+		return cmd.Start()
 	}
 	if err := affinity.PinThread(place.CPUs); err != nil {
 		return fmt.Errorf("supervise: placing the child: %w", err)
@@ -861,6 +872,7 @@ func (s *Supervisor) Close() error {
 		t.Terminate()
 	}
 	s.wg.Wait()
+	s.wakes.Drain(func(fd int) { unix.Close(fd) })
 	var errs []error
 	if s.quit != nil {
 		close(s.quit)

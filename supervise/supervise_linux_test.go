@@ -729,6 +729,51 @@ func TestStartHere(t *testing.T) {
 	})
 }
 
+// StartHere's polls share idle eventfds: a task that ends by itself gives
+// its eventfd back for the next, and one that was interrupted (written)
+// is closed, never handed to a later task, whose wait it would cut short.
+func TestStartHereWakeReuse(t *testing.T) {
+	modes(t, func(t *testing.T, o Options) {
+		s := newSup(t, o)
+		dir := t.TempDir()
+		idle := func() int {
+			n := 0
+			s.wakes.Drain(func(fd int) { n++; s.wakes.Push(fd) })
+			return n
+		}
+		run := func(script string, end func(*Task)) *Task {
+			t.Helper()
+			task, err := s.StartHere(context.Background(), sh(dir, script), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end != nil {
+				end(task)
+			}
+			task.Monitor()
+			return task
+		}
+		for i := range 3 {
+			run("exit 0", nil)
+			if n := idle(); n != 1 {
+				t.Fatalf("after clean task %d: %d idle eventfds, want 1", i+1, n)
+			}
+		}
+		if task := run("sleep 30", (*Task).Terminate); !errors.Is(task.Cause(), ErrTerminated) {
+			t.Fatalf("terminated task: cause %v", task.Cause())
+		}
+		if n := idle(); n != 0 {
+			t.Errorf("after an interrupted task: %d idle eventfds, want 0 (its eventfd was written)", n)
+		}
+		// A task that exits by itself after a moment is not cut short.
+		task := run("sleep 0.2; exit 3", nil)
+		var ee *exec.ExitError
+		if err := task.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 || task.Cause() != nil {
+			t.Errorf("task after the interrupted one: wait %v, cause %v; want exit status 3, no cause", err, task.Cause())
+		}
+	})
+}
+
 // helperHereEnv makes runHelper start its tasks with StartHere, each from
 // a goroutine of its own that then monitors it.
 const helperHereEnv = "SUPERVISE_TEST_HELPER_HERE"
