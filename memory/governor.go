@@ -168,11 +168,13 @@ func (g *Governor) Admit(need int64, running int) bool {
 // Add starts watching job id, any number the owner gives its jobs (0
 // included) that no other watched job has. The base of the job's
 // Ended.OOMKills is the OOM-kill count of the last sample when that is
-// younger than the sampling interval, else the counters read afresh:
-// a run of short jobs reads them once an interval, not once a job.
+// younger than the sampling interval in force (stretched while much
+// memory is free, when no OOM kill is near), else the counters read
+// afresh: a run of short jobs reads them once an interval, not once a
+// job.
 func (g *Governor) Add(id int64, spec JobSpec) {
 	g.mu.Lock()
-	base, fresh := g.sample.OOMKills, time.Since(g.sampled) < g.opts.Interval
+	base, fresh := g.sample.OOMKills, time.Since(g.sampled) < g.intervalLocked()
 	g.mu.Unlock()
 	if !fresh {
 		if n, err := g.src.OOMKills(); err == nil {
