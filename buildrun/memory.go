@@ -414,15 +414,25 @@ func (m *memGate) traceMemory(ctx context.Context, every time.Duration) {
 	}
 }
 
-// stats returns the Governor's view and the gate's counters.
+// stats returns the Governor's view and the gate's counters, the OOM
+// kills read afresh (a kill of the last task counts).
 func (m *memGate) stats() MemoryStats {
+	st := m.status()
+	if n, err := m.src.OOMKills(); err == nil {
+		st.OOMKills = n - m.oomBase
+	}
+	return st
+}
+
+// status is stats with the OOM kills of the Governor's last sample (at
+// most its interval old): what a task's end reports, without reading
+// the kernel's counters once a task.
+func (m *memGate) status() MemoryStats {
 	m.mu.Lock()
 	waiting := len(m.queue)
 	m.mu.Unlock()
 	st := MemoryStats{Stats: m.gov.Stats(), Waiting: waiting, OOMRetries: m.retries.Load()}
-	if n, err := m.src.OOMKills(); err == nil {
-		st.OOMKills = n - m.oomBase
-	}
+	st.OOMKills = max(st.Sample.OOMKills-m.oomBase, 0)
 	return st
 }
 
