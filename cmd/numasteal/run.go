@@ -15,6 +15,7 @@ import (
 	"github.com/numasteal/numasteal/balance"
 	"github.com/numasteal/numasteal/buildgraph"
 	"github.com/numasteal/numasteal/buildrun"
+	"github.com/numasteal/numasteal/internal/gcfloor"
 	"github.com/numasteal/numasteal/internal/oomscore"
 	"github.com/numasteal/numasteal/jobserver"
 	"github.com/numasteal/numasteal/proc"
@@ -155,6 +156,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		f.jobs = rt.Workers()
 	}
 	defer spareProcs(f.jobs, rt.Workers())()
+	// A run's heap is small and its garbage steady (a few KiB a task):
+	// no collection before 16 MiB, which stays inside the margin the
+	// tasks' memory cgroup leaves this process (memory.TasksLimit).
+	defer gcfloor.Keep(16 << 20)()
 	var supHeld atomic.Pointer[supervise.Supervisor] // for the jobserver's token count
 	js, err := openJobserver(f.jobserver, os.Environ(), f.jobs, rt.Workers(), stderr, func(n int) {
 		if s := supHeld.Load(); s != nil {

@@ -1,6 +1,7 @@
 // Package freelist holds idle resources for reuse: a stack under a mutex
 // that a pool takes from, gives back to, and empties when it closes (the
-// output files of proc's runner, the task cgroups of supervise's run).
+// output files of proc's runner, the task cgroups and wait eventfds of
+// supervise's run).
 package freelist
 
 import "sync"
