@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,8 @@ type SDETOptions struct {
 	// Duration is how long each contender runs at each N in each
 	// repetition; 0 means 2 seconds.
 	Duration time.Duration
-	// Reps is the number of repetitions; 0 means 3.
+	// Reps is the number of repetitions, each a pair of the two, which
+	// runs first alternating; 0 means 4.
 	Reps int
 	// Slots is the proc.Runner's slots: 0 means one per worker (the
 	// runtime's default), -1 one per script (N).
@@ -71,10 +73,12 @@ type SDETPoint struct {
 	BaselineStdPerHour  float64 `json:"baseline_std_per_hour"`
 	NumastealPerHour    float64 `json:"numasteal_per_hour"`
 	NumastealStdPerHour float64 `json:"numasteal_std_per_hour"`
-	// Pct is numasteal's throughput as a percent of the baseline's (mean
-	// over repetitions of the per-repetition ratio), PctStd its std dev.
+	// Pct is numasteal's throughput as a percent of the baseline's: the
+	// median over repetitions of the ratio within each (the two run one
+	// after the other, in alternating order); PctMin and PctMax the range.
 	Pct    float64 `json:"pct_of_baseline"`
-	PctStd float64 `json:"pct_std"`
+	PctMin float64 `json:"pct_min"`
+	PctMax float64 `json:"pct_max"`
 	// Commands is each command of the script, in order, with its mean
 	// wall time under each contender (from the call to its result, over
 	// every run of it in every repetition): where a difference in
@@ -123,7 +127,7 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 		o.Duration = 2 * time.Second
 	}
 	if o.Reps <= 0 {
-		o.Reps = 3
+		o.Reps = 4
 	}
 	dir := o.Dir
 	if dir == "" {
@@ -162,7 +166,13 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 		var base, ns, pct []float64
 		var baseTimes, nsTimes sdetTimes
 		for rep := range o.Reps {
-			for _, contender := range []string{"baseline", "numasteal"} {
+			// A B, then B A: a drift of the host's speed within the pair
+			// favours neither contender over the repetitions.
+			order := []string{"baseline", "numasteal"}
+			if rep%2 == 1 {
+				order[0], order[1] = order[1], order[0]
+			}
+			for _, contender := range order {
 				if o.Progress != nil {
 					o.Progress(SDETProgress{Contender: contender, N: n, Rep: rep + 1, Reps: o.Reps,
 						Left: time.Duration(total-done) * o.Duration})
@@ -186,14 +196,14 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 					base = append(base, perHour)
 				} else {
 					ns = append(ns, perHour)
-					pct = append(pct, 100*perHour/base[len(base)-1])
 				}
 			}
+			pct = append(pct, 100*ns[rep]/base[rep])
 		}
 		p := SDETPoint{N: n}
 		p.BaselinePerHour, p.BaselineStdPerHour = meanStd(base)
 		p.NumastealPerHour, p.NumastealStdPerHour = meanStd(ns)
-		p.Pct, p.PctStd = meanStd(pct)
+		p.Pct, p.PctMin, p.PctMax = median(pct), slices.Min(pct), slices.Max(pct)
 		for i, args := range sdetScript {
 			p.Commands = append(p.Commands, SDETCommand{Command: shellJoin(args), BaselineUS: baseTimes.mean(i), NumastealUS: nsTimes.mean(i)})
 		}

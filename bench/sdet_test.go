@@ -43,7 +43,7 @@ func TestSDETTiny(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteSDETTable(&b, r)
-	if !strings.Contains(b.String(), "numasteal % (std)") || strings.Count(b.String(), "%)") != 2 ||
+	if !strings.Contains(b.String(), "numasteal % median (range)") || strings.Count(b.String(), "%)") != 2 ||
 		!strings.Contains(b.String(), "\n    1 cc ") || !strings.Contains(b.String(), "\n    3 cc ") {
 		t.Errorf("table:\n%s", b.String())
 	}
