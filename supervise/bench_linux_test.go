@@ -67,7 +67,8 @@ func BenchmarkStartPlacedKeptThread(b *testing.B) {
 }
 
 // BenchmarkTask is a whole task of /bin/true: marker, process group,
-// kept-thread fork, the end sweeps (/proc scans), the reap pass.
+// kept-thread fork, the end (a read of cgroup.events, or without a
+// cgroup a look at this process's orphans), the reap pass.
 func BenchmarkTask(b *testing.B) {
 	for _, noCg := range []bool{false, true} {
 		name := "cgroup"

@@ -87,6 +87,30 @@ func readProcFile(pid int, name string, buf *[]byte) ([]byte, bool) {
 	}
 }
 
+// leaderChildren returns the children of this process's main thread
+// (/proc/self/task/PID/children, CONFIG_PROC_CHILDREN), reading into
+// *buf: where the kernel puts every orphan reparented to this process
+// when it is a subreaper (find_new_reaper takes its first live thread,
+// the leader, which a Go program never ends), beside the children the
+// main thread forked itself. False when the file cannot be read.
+func leaderChildren(buf *[]byte) ([]int, bool) {
+	self := os.Getpid()
+	var name [32]byte
+	b, ok := readProcFile(self, string(strconv.AppendInt(append(name[:0], "task/"...), int64(self), 10))+"/children", buf)
+	if !ok {
+		return nil, false
+	}
+	var pids []int
+	for _, f := range bytes.Fields(b) {
+		pid, err := strconv.Atoi(string(f))
+		if err != nil {
+			return nil, false
+		}
+		pids = append(pids, pid)
+	}
+	return pids, true
+}
+
 // hasMarker reports whether the NUL-separated environment env holds an
 // entry that starts with prefix (a marker "NUMASTEAL_SUPERVISOR=run.task"
 // followed by NUL for one task, or "NUMASTEAL_SUPERVISOR=run." for a whole

@@ -654,6 +654,9 @@ func (s *Supervisor) endTask(t *Task, graceful bool) {
 		// process group's members included, and none is alive.
 		return
 	}
+	if t.tcg == nil && t.hasExited() && s.leftNothing(t) {
+		return
+	}
 	if graceful {
 		if s.sweep(t, unix.SIGTERM, unix.SIGCONT) == 0 {
 			return
@@ -676,6 +679,53 @@ func (s *Supervisor) endTask(t *Task, graceful bool) {
 	}
 	s.log.Warn("supervise: task processes survive SIGKILL", zap.String("task", t.id), zap.Int("live", s.sweep(t)))
 	<-t.exited
+}
+
+// leftNothing reports, for a task without a cgroup whose main child has
+// exited, that nothing of it is alive, without the /proc scan of a
+// sweep. It holds only with Subreaper: a live descendant of the task then
+// lies below a process whose parent has died (the main child at the
+// least), which the kernel has reparented here, so below an orphan of
+// this process; the main child's exit, which this follows, reparents its
+// children before it is seen. An orphan is a child of the main thread
+// that no exec.Cmd of the Supervisor waits for, other than the watchdog;
+// it is this task's when it is in the task's process group or carries
+// its marker (a descendant of another task's orphan carries that task's
+// marker, as its ancestors do). One read of the main thread's children
+// and two files of each live orphan, against two files of every process
+// on the machine: a task that leaves nothing behind is not scanned for.
+// False when the children cannot be listed.
+func (s *Supervisor) leftNothing(t *Task) bool {
+	if !s.mech.Subreaper {
+		return false
+	}
+	watchdog := 0
+	if s.wd != nil && s.wd.cmd.Process != nil {
+		watchdog = s.wd.cmd.Process.Pid
+	}
+	var buf []byte
+	// No reaper pass meanwhile: a child reaped while the list is read
+	// can make the kernel skip the one after it.
+	s.forkMu.RLock()
+	kids, ok := leaderChildren(&buf)
+	s.forkMu.RUnlock()
+	s.reapWanted()
+	if !ok {
+		return false
+	}
+	for _, pid := range kids {
+		if pid == watchdog || s.owned(pid) {
+			continue
+		}
+		p, ok := readStatBuf(pid, &buf)
+		if !ok || p.dead() {
+			continue
+		}
+		if p.pgid == t.pid || markedBuf(pid, t.prefix, &buf) {
+			return false
+		}
+	}
+	return true
 }
 
 // waitGone polls, with a backoff from 1 ms to 50 ms, until nothing of t is

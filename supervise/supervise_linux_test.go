@@ -94,6 +94,50 @@ func requireGone(t *testing.T, task *Task, dir, what string) {
 	assertNoneLeft(t, task)
 }
 
+// Without a cgroup, with Subreaper, a task that leaves nothing behind
+// ends without a /proc scan (leftNothing): an orphan of another task,
+// carrying that task's marker in a session of its own, does not make it
+// scan, nor is it touched; the orphan of the task itself does, and its
+// end kills it.
+func TestLeftNothingWithOrphans(t *testing.T) {
+	o := Options{NoCgroup: true, Subreaper: true, Grace: 200 * time.Millisecond}
+	s := newSup(t, o)
+	dir := t.TempDir()
+	// b's main child leaves an escapee and exits; b's monitor is not run
+	// yet, so the escapee lives on as an orphan of this process.
+	b, err := s.StartUnmonitored(context.Background(), sh(dir, waitFor+
+		`setsid sh -c 'echo $$ > "$DIR/p.tmp"; mv "$DIR/p.tmp" "$DIR/p"; exec sleep 1000' & w p; exit 0`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escapee, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "p")))
+	eventually(t, "the escapee reparented here", func() bool {
+		p, ok := readStat(escapee)
+		return ok && p.ppid == os.Getpid()
+	})
+	if s.leftNothing(b) {
+		t.Errorf("leftNothing of the task whose orphan %d runs: true", escapee)
+	}
+	c, err := s.Start(context.Background(), exec.Command("true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !s.leftNothing(c) {
+		t.Errorf("leftNothing of a task that left nothing, beside another task's orphan: false")
+	}
+	if !alive(escapee) {
+		t.Errorf("another task's orphan %d ended by this task's end", escapee)
+	}
+	b.Monitor()
+	if alive(escapee) {
+		t.Errorf("orphan %d alive after its task ended", escapee)
+	}
+	assertNoneLeft(t, b)
+}
+
 func TestBackgroundJobOfSetM(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash for set -m")
