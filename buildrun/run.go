@@ -435,8 +435,7 @@ func (b *build) launch(ctx context.Context, t *buildgraph.Task, wg *sync.WaitGro
 // thread in poll(2) or fork, the goroutine handed between threads when
 // it is locked for a fork (supervise.StartHere), and sysmon polling every
 // 20 µs for a millisecond after. A yield before that costs one wake-up
-// of an idle thread. 5,000 `true` at -j2: 4,200–5,500 sysmon sleeps
-// without it, 820–860 with it (perf stat -e syscalls:sys_enter_nanosleep).
+// of an idle thread.
 const chainYield = 5 * time.Millisecond
 
 // chain is the goroutine of local tasks: it runs l, reports it, and runs

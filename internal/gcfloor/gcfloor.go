@@ -9,11 +9,10 @@
 // `numasteal run` spawning short processes (a few KiB of garbage each:
 // the command's environment copied by os/exec, its exec.Cmd, contexts),
 // then collects every few hundred tasks, and each cycle stops the world
-// twice, wakes a thread per P and sweeps in the background. On 5,000
-// `true` at two slots (GODEBUG=gctrace=1) the run collected 35 times;
-// with GOGC=800 its own CPU time was 0.92 s against 1.09 s (medians of 5
-// runs alternated); under a 16 MiB floor it collects 4 or 5 times. Above
-// the floor the collector runs as GOGC says.
+// twice, wakes a thread per P and sweeps in the background: 35 cycles in
+// 5,000 `true` at two slots (GODEBUG=gctrace=1), 4 or 5 under a 16 MiB
+// floor (docs/BENCHMARKS.md, "5,000 true against make"). Above the floor
+// the collector runs as GOGC says.
 //
 // After each collection (a finalizer re-armed every cycle) Keep sets
 // GOGC to what makes the next goal the floor, or back to the program's
