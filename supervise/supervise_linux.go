@@ -694,7 +694,9 @@ func (s *Supervisor) endTask(t *Task, graceful bool) {
 // marker, as its ancestors do). One read of the main thread's children
 // and two files of each live orphan, against two files of every process
 // on the machine: a task that leaves nothing behind is not scanned for.
-// False when the children cannot be listed.
+// False when the children cannot be listed, or one of them has exited
+// (a zombie not yet reaped, or gone since): its own children, orphans
+// now, may be missing from the list.
 func (s *Supervisor) leftNothing(t *Task) bool {
 	if !s.mech.Subreaper {
 		return false
@@ -719,7 +721,9 @@ func (s *Supervisor) leftNothing(t *Task) bool {
 		}
 		p, ok := readStatBuf(pid, &buf)
 		if !ok || p.dead() {
-			continue
+			// It has exited: its children, reparented here as it did,
+			// may have come after the list was read.
+			return false
 		}
 		if p.pgid == t.pid || markedBuf(pid, t.prefix, &buf) {
 			return false
