@@ -26,9 +26,13 @@ type Source struct {
 	groups []topology.MemoryCgroup
 	// limited is every cgroup whose limit counts: groups, and the tasks'
 	// cgroup of WithTasks last.
-	limited  []topology.MemoryCgroup
-	tasks    *topology.MemoryCgroup // WithTasks's; nil without
-	pressure string                 // the PSI file, relative to root
+	limited []topology.MemoryCgroup
+	// tasks is WithTasks's cgroup, nil without; tasksInOwn says that the
+	// own cgroup's OOM-kill count already holds its kills (a v2 cgroup
+	// below the own, v2 own).
+	tasks      *topology.MemoryCgroup
+	tasksInOwn bool
+	pressure   string // the PSI file, relative to root
 }
 
 // Open returns the Source of process pid (0: the calling process) below
@@ -94,6 +98,8 @@ func (s *Source) WithTasks(g topology.MemoryCgroup) *Source {
 	c := *s
 	c.tasks = &g
 	c.limited = append(slices.Clip(s.groups), g)
+	c.tasksInOwn = g.V2 && len(s.groups) > 0 && s.groups[0].V2 &&
+		strings.HasPrefix(g.Dir, strings.TrimSuffix(s.groups[0].Dir, "/")+"/")
 	return &c
 }
 
@@ -215,64 +221,38 @@ func (s *Source) Sample() (Sample, error) {
 // OOMKills reads the OOM-kill count alone (Sample.OOMKills), a cheaper
 // read than a Sample.
 func (s *Source) OOMKills() (int64, error) {
-	tasks, err := s.tasksOOMKills()
-	if err != nil {
-		return 0, err
-	}
-	n, ok, err := s.groupOOMKills()
-	if err != nil || ok {
-		if s.tasksBelowOwn() {
-			tasks = 0 // v2 counted them in the own cgroup already
+	var n int64
+	ok := len(s.groups) >= 2 // the hierarchy's root counts nothing: the kernel counts up to its children
+	if ok {
+		var err error
+		if n, ok, err = s.cgroupOOMKills(s.groups[0]); err != nil {
+			return 0, err
 		}
-		return n + tasks, err
 	}
-	b, err := s.read("proc/vmstat")
-	if err != nil {
-		return tasks, nil // no counter on this kernel
+	if !ok {
+		// The machine's count, which holds every kill, the tasks' too.
+		b, err := s.read("proc/vmstat")
+		if err != nil {
+			return 0, nil // no counter on this kernel
+		}
+		if n, _, err = parseKeyed(b, "oom_kill", 0); err != nil {
+			return 0, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+		}
+		return n, nil
 	}
-	if n, _, err = parseKeyed(b, "oom_kill", 0); err != nil {
-		return 0, &FileError{Path: s.abs("proc/vmstat"), Err: err}
+	if s.tasks == nil || s.tasksInOwn {
+		return n, nil
 	}
-	return n + tasks, nil
+	// v1 counts a kill in the victim's cgroup alone, so the own cgroup's
+	// count misses the tasks'.
+	tasks, _, err := s.cgroupOOMKills(*s.tasks)
+	return n + tasks, err
 }
 
-// tasksBelowOwn reports whether the tasks' cgroup is a v2 cgroup below the
-// process's own, whose memory.events counts the kills below it.
-func (s *Source) tasksBelowOwn() bool {
-	return s.tasks != nil && s.tasks.V2 && len(s.groups) > 0 && s.groups[0].V2 &&
-		strings.HasPrefix(s.tasks.Dir, strings.TrimSuffix(s.groups[0].Dir, "/")+"/")
-}
-
-// tasksOOMKills reads the OOM-kill count of the tasks' cgroup (WithTasks),
-// 0 without one. v1 counts a kill in the victim's cgroup alone, so the
-// own cgroup's count misses it; v2 counts it in every ancestor too.
-func (s *Source) tasksOOMKills() (int64, error) {
-	if s.tasks == nil {
-		return 0, nil
-	}
-	rel := path.Join(s.tasks.Dir, "memory.oom_control")
-	if s.tasks.V2 {
-		rel = path.Join(s.tasks.Dir, "memory.events")
-	}
-	b, err := s.read(rel)
-	if err != nil {
-		return 0, nil // removed: its tasks have ended
-	}
-	n, _, err := parseKeyed(b, "oom_kill", 0)
-	if err != nil {
-		return 0, &FileError{Path: s.abs(rel), Err: err}
-	}
-	return n, nil
-}
-
-// groupOOMKills reads the OOM-kill count of the process's own cgroup;
-// ok is false when it is its hierarchy's root (whose count stays 0: the
-// kernel counts kills up to the root's children) or has no such count.
-func (s *Source) groupOOMKills() (n int64, ok bool, err error) {
-	if len(s.groups) < 2 {
-		return 0, false, nil
-	}
-	g := s.groups[0]
+// cgroupOOMKills reads the OOM-kill count of cgroup g (v2 memory.events,
+// v1 memory.oom_control); ok is false when it has none, or is gone (a
+// tasks' cgroup removed as its tasks ended).
+func (s *Source) cgroupOOMKills(g topology.MemoryCgroup) (n int64, ok bool, err error) {
 	rel := path.Join(g.Dir, "memory.oom_control")
 	if g.V2 {
 		rel = path.Join(g.Dir, "memory.events")
