@@ -149,16 +149,7 @@ func New(o Options) (*Supervisor, error) {
 	if o.Watchdog != "" {
 		wd, err := s.startWatchdog(o.Watchdog, o.WatchdogTokens)
 		if err != nil {
-			s.forker.close()
-			if s.mem != nil {
-				_ = s.mem.remove()
-			}
-			if s.cg != nil {
-				_ = os.Remove(s.cg.dir)
-			}
-			if s.mem != nil {
-				_ = s.mem.restore()
-			}
+			_ = s.release()
 			return nil, err
 		}
 		s.wd = wd
@@ -927,12 +918,18 @@ func (s *Supervisor) Close() error {
 	}
 	s.wg.Wait()
 	s.wakes.Drain(func(fd int) { unix.Close(fd) })
-	var errs []error
 	if s.quit != nil {
 		close(s.quit)
 		<-s.reaperDone
 		s.reapPass()
 	}
+	return s.release()
+}
+
+// release undoes what New set up, in order, once no task runs: Close's
+// end, and New's when the watchdog fails to start.
+func (s *Supervisor) release() error {
+	var errs []error
 	// The kept threads end first: in v1 they are members of the tasks'
 	// memory cgroup until the runtime has ended them.
 	s.forker.close()
