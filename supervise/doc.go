@@ -107,7 +107,8 @@
 // writes, 6.7–9.2 µs together on the machine measured:
 // BenchmarkThreadMove; a fork and exec takes hundreds of µs). Neither is
 // ever the main thread, whose cgroup is the one the whole process's
-// memory is charged to (the mm's owner);
+// memory is charged to (the mm's owner): StartHere called there hands the
+// fork to a kept thread;
 // the runtime starts no thread from a locked one (it asks its template
 // thread), so no other thread of this process enters. A child whose
 // forking thread could not enter is moved in right after its fork

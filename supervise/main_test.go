@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,14 +16,34 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
+// The main goroutine keeps the process's main thread (a lock taken in
+// init outlives it), so that TestMain can serve onMainThread there.
+func init() { runtime.LockOSThread() }
+
+// mainThread carries the functions onMainThread runs on the main thread.
+var mainThread = make(chan func())
+
+// onMainThread runs f on the process's main thread (the thread group's
+// leader) and returns when f has.
+func onMainThread(f func()) {
+	done := make(chan struct{})
+	mainThread <- func() { defer close(done); f() }
+	<-done
+}
+
 // The test binary is also the watchdog (MaybeWatchdog) and, with helperEnv
-// set, a supervisor that the SIGKILL test kills (runHelper).
+// set, a supervisor that the SIGKILL test kills (runHelper). The tests run
+// off the main thread, which serves onMainThread until they end (goleak's
+// VerifyTestMain exits the process).
 func TestMain(m *testing.M) {
 	MaybeWatchdog()
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(runHelper())
 	}
-	goleak.VerifyTestMain(m)
+	go goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/numasteal/numasteal/supervise.TestMain"))
+	for f := range mainThread {
+		f()
+	}
 }
 
 // deadline bounds every wait of these tests: generous, as the machine is

@@ -32,26 +32,36 @@ func TestTaskMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// startHere calls StartHere and then Task.Monitor through run, which
+	// runs them on a thread of the goroutine it starts.
+	startHere := func(s *Supervisor, cmd *exec.Cmd, run func(func())) (*Task, error) {
+		type started struct {
+			task *Task
+			err  error
+		}
+		c := make(chan started, 1)
+		go run(func() {
+			task, err := s.StartHere(context.Background(), cmd, nil)
+			c <- started{task, err}
+			if err == nil {
+				task.Monitor()
+			}
+		})
+		r := <-c
+		return r.task, r.err
+	}
 	starts := map[string]func(s *Supervisor, cmd *exec.Cmd) (*Task, error){
 		"Start": func(s *Supervisor, cmd *exec.Cmd) (*Task, error) { return s.Start(context.Background(), cmd) },
 		"StartPlaced one CPU": func(s *Supervisor, cmd *exec.Cmd) (*Task, error) {
 			return s.StartPlaced(context.Background(), cmd, affinity.Placement{CPUs: cpuset.Of(cpus.Last())})
 		},
 		"StartHere": func(s *Supervisor, cmd *exec.Cmd) (*Task, error) {
-			type started struct {
-				task *Task
-				err  error
-			}
-			c := make(chan started, 1)
-			go func() {
-				task, err := s.StartHere(context.Background(), cmd, nil)
-				c <- started{task, err}
-				if err == nil {
-					task.Monitor()
-				}
-			}()
-			r := <-c
-			return r.task, r.err
+			return startHere(s, cmd, func(f func()) { f() })
+		},
+		// The main thread must stay out of a v1 tasks' cgroup, and the
+		// child must still be born in it.
+		"StartHere on the main thread": func(s *Supervisor, cmd *exec.Cmd) (*Task, error) {
+			return startHere(s, cmd, onMainThread)
 		},
 	}
 	for name, start := range starts {

@@ -259,7 +259,10 @@ func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *aff
 // command, forking it, and reaping it, as with make.
 //
 // A placement with a memory policy goes to a kept fork thread, as with
-// StartUnmonitored, and so does every start where pidfds do not work.
+// StartUnmonitored, and so does every start where pidfds do not work; so
+// does the fork of a call from the main thread where the tasks' memory
+// cgroup is v1, which the main thread must not enter (the task is still
+// monitored here).
 func (s *Supervisor) StartHere(ctx context.Context, cmd *exec.Cmd, p *affinity.Placement) (*Task, error) {
 	if p != nil && p.CPUs.IsEmpty() {
 		return nil, fmt.Errorf("supervise: StartHere: %w", affinity.ErrEmptySet)
@@ -423,14 +426,20 @@ func (s *Supervisor) raiseOOMScore(pid int) {
 }
 
 // startHere starts cmd from the calling thread, which the caller has
-// locked, in the tasks' v1 memory cgroup for the fork when there is one
-// and the thread is not the main thread, and reports whether the child
-// was born there. A thread that cannot leave the cgroup again stays
-// locked for good, so that the runtime ends it with its goroutine instead
-// of running other goroutines, and starting threads, in the cgroup.
+// locked, in the tasks' v1 memory cgroup for the fork when there is one,
+// and reports whether the child was born there. The main thread never
+// enters that cgroup (see lockedOffMain): there a kept fork thread starts
+// the child, which a move after the fork would leave with the memory it
+// touched before the move charged outside. A thread that cannot leave the
+// cgroup again stays locked for good, so that the runtime ends it with
+// its goroutine instead of running other goroutines, and starting
+// threads, in the cgroup.
 func (s *Supervisor) startHere(cmd *exec.Cmd, place *affinity.Placement) (inside bool, err error) {
-	if s.mem == nil || !s.mem.threadsMove() || unix.Gettid() == unix.Getpid() {
+	if s.mem == nil || !s.mem.threadsMove() {
 		return false, startHere(cmd, place)
+	}
+	if unix.Gettid() == unix.Getpid() {
+		return s.forker.start(cmd, place)
 	}
 	if err := s.mem.enterThread(); err != nil {
 		return false, startHere(cmd, place)
