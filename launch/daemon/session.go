@@ -239,11 +239,17 @@ func (ss *session) acquire(m launch.Msg) (j *job, ok bool) {
 }
 
 // granted reports whether j was admitted, and then clears the read
-// deadline its admission set (wake).
+// deadline its admission set (wake). The admission closes j.granted and
+// then wakes, both under s.mu: clearing under s.mu too comes after the
+// wake, which would otherwise cut every later read of the connection
+// short (the launcher's "done" among them) when the session looks
+// between the two.
 func (ss *session) granted(j *job) bool {
 	select {
 	case <-j.granted:
+		ss.s.mu.Lock()
 		ss.c.SetReadDeadline(time.Time{})
+		ss.s.mu.Unlock()
 		return true
 	default:
 		return false

@@ -207,3 +207,65 @@ func TestLearnHandedOff(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionGrantRace: a job admitted by another session's "done" while
+// its own session is only starting to wait for it is served whole: its
+// launcher's report is read and answered, however the admission and the
+// session's look at it interleave (the admission wakes the session's
+// read after marking the job granted; the session must not have that
+// wake cut its later reads short). Two launchers take turns on one
+// slot, each reporting its end: the one waiting is often admitted by the
+// other's report while its session is still starting.
+func TestSessionGrantRace(t *testing.T) {
+	s, socket := startServer(t, Config{Slots: 1, Mem: 1 << 30})
+	const launchers, rounds = 2, 1000
+	errs := make(chan error, launchers)
+	for l := range launchers {
+		go func() {
+			errs <- func() error {
+				for r := range rounds {
+					c, err := net.Dial("unix", socket)
+					if err != nil {
+						return err
+					}
+					br := bufio.NewReader(c)
+					expect := func(verb string) error {
+						line, err := br.ReadSlice('\n')
+						if err != nil {
+							return fmt.Errorf("launcher %d round %d: reading the %s: %w", l, r, verb, err)
+						}
+						m, err := launch.ParseMsg(line)
+						if err != nil || m.Verb != verb {
+							return fmt.Errorf("launcher %d round %d: reply %v (%v), want %s", l, r, m, err, verb)
+						}
+						return nil
+					}
+					out := fmt.Sprintf("/x/%d-%d.o", l, r)
+					_, err = c.Write(launch.NewMsg("acquire", "kind", "compile", "build", "b", "out", out).Append(nil))
+					if err == nil {
+						err = expect("grant")
+					}
+					if err == nil {
+						_, err = c.Write(launch.NewMsg("done", "rss_kib", "1000", "wall_us", "1", "status", "0").Append(nil))
+					}
+					if err == nil {
+						err = expect("ok")
+					}
+					c.Close()
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range launchers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if st := s.Status(); st.Done != launchers*rounds {
+		t.Errorf("the daemon counts %d jobs done, want %d", st.Done, launchers*rounds)
+	}
+}
