@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -38,6 +39,16 @@ import (
 //	cutoff1w  jobs1w with a leaf cutoff: below n = 12 the body calls the
 //	          serial function (233 calls), as Cilk's and Spice's users do
 //	cutoffAll the same on one worker per usable CPU
+//	pair      the serial recursion on two workers at once, one copy
+//	          each (a Join of two closures), its times halved: what
+//	          the machine gives a split with no cost at all, whose
+//	          ratio to serial is 0.5 only where two CPUs running at
+//	          once each run as fast as one alone (not a layer either:
+//	          the floor that jobsAll's and cutoffAll's busy ratios
+//	          stand on; 0.5 divided by it is the machine's speed-up).
+//	          jobsAll/pair-busy, their ratio round by round, is at most
+//	          2 where 2 workers would be as fast as the serial recursion
+//	          on two CPUs that each ran as fast as one alone.
 //
 // An op is one round: every layer once, each timed inside a task of its
 // runtime (serial too, on the one-worker runtime's pinned thread), in an
@@ -96,13 +107,29 @@ func benchFibFloor(b *testing.B, n int) {
 		{name: "remember", rt: one, fib: fibRemember, oneCPU: true},
 		{name: "direct+remember", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibDirectRemember(c, n, &forks) }, oneCPU: true},
 		{name: "jobs1w", rt: one, fib: jobs1.fn, oneCPU: true},
-		{name: "jobsAll", rt: all, fib: jobsAll.fn},
+		{name: "jobsAll", rt: all, fib: jobsAll.fn, versus: "pair"},
 		{name: "jobsAllEager", rt: eager, fib: newFibJobs(eager).fn},
 		{name: "closures", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibClosures(c, n), nil }, oneCPU: true},
 		{name: "allocs", rt: one, fib: func(c *Ctx, n int) (int, error) { return fibAllocs(n, new(Func)), nil }, oneCPU: true},
 		{name: "cutoff1w", rt: one, fib: newFibCutoff(one, 12).fn, oneCPU: true},
-		{name: "cutoffAll", rt: all, fib: newFibCutoff(all, 12).fn},
+		{name: "cutoffAll", rt: all, fib: newFibCutoff(all, 12).fn, versus: "pair"},
+		{name: "pair", rt: all, fib: fibPair, work: 2},
 	})
+}
+
+// fibPair runs the serial fib(n) twice at once, a copy on each worker
+// when a second one takes the Join's second half (the pair layer of
+// BenchmarkFibFloor).
+func fibPair(c *Ctx, n int) (int, error) {
+	var x, y int
+	err := c.Join(
+		func(*Ctx) error { x = fibPlain(n); return nil },
+		func(*Ctx) error { y = fibPlain(n); return nil },
+	)
+	if x != y {
+		return 0, fmt.Errorf("fib(%d) twice: %d and %d", n, x, y)
+	}
+	return x, err
 }
 
 // fibLayer is one contender of runFibLayers.
@@ -111,6 +138,12 @@ type fibLayer struct {
 	rt     *Runtime
 	fib    func(c *Ctx, n int) (int, error)
 	oneCPU bool // runs on one thread: its CPU time means something
+	// work is how many fib(n) the layer computes (0 means 1); its times
+	// are divided by it.
+	work float64
+	// versus names another layer to which the layer's busy time is also
+	// compared, round by round (name/versus-busy).
+	versus string
 }
 
 // runFibLayers runs one round of fib(n) through every layer per op, the
@@ -118,8 +151,12 @@ type fibLayer struct {
 // BenchmarkFibFloor).
 func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 	want := fibPlain(n)
-	type samples struct{ wall, ratio, cpu, busy []float64 }
+	type samples struct{ wall, ratio, cpu, busy, versus []float64 }
 	s := make([]samples, len(layers))
+	index := map[string]int{}
+	for i, l := range layers {
+		index[l.name] = i
+	}
 	wall, cpu, busy := make([]float64, len(layers)), make([]float64, len(layers)), make([]float64, len(layers))
 	tids := map[*Runtime][]int{}
 	for _, l := range layers {
@@ -145,6 +182,9 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 					least = min(least, float64(w-w0[j]))
 				}
 				busy[i] = wall[i] - least
+				if l.work > 0 {
+					wall[i], cpu[i], busy[i] = wall[i]/l.work, cpu[i]/l.work, busy[i]/l.work
+				}
 				if err == nil && got != want {
 					b.Errorf("%s: fib(%d) = %d, want %d", l.name, n, got, want)
 				}
@@ -159,6 +199,9 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 			s[i].ratio = append(s[i].ratio, wall[i]/wall[0])
 			s[i].cpu = append(s[i].cpu, cpu[i]/cpu[0])
 			s[i].busy = append(s[i].busy, busy[i]/busy[0])
+			if v, ok := index[layers[i].versus]; ok {
+				s[i].versus = append(s[i].versus, busy[i]/busy[v])
+			}
 		}
 		round++
 	}
@@ -173,6 +216,9 @@ func runFibLayers(b *testing.B, n int, layers []fibLayer) {
 			b.ReportMetric(median(s[i].cpu), l.name+"/"+base+"-cpu")
 		} else {
 			b.ReportMetric(median(s[i].busy), l.name+"/"+base+"-busy")
+		}
+		if len(s[i].versus) > 0 {
+			b.ReportMetric(median(s[i].versus), l.name+"/"+l.versus+"-busy")
 		}
 	}
 }
