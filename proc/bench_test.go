@@ -3,7 +3,10 @@ package proc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -69,5 +72,43 @@ func BenchmarkExecTrueCapture(b *testing.B) {
 		if err := c.Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkProcessTrueWaiting runs /bin/true tasks from N goroutines at
+// once on the runner's slots (one per worker), so that N minus the slots
+// wait for one, as SDET's scripts do, and reports this process's own CPU
+// time per task (getrusage: its threads, not its children), which should
+// not grow with the number waiting.
+func BenchmarkProcessTrueWaiting(b *testing.B) {
+	for _, n := range []int{2, 8, 64} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			rt := newTestRuntime(b, runtime.Config{})
+			r := newTestRunner(b, rt, Config{})
+			cmd := Command{Args: []string{"/bin/true"}}
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var ru0, ru1 syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						if res := r.Run(context.Background(), cmd); !res.Success() {
+							b.Error(res.Err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+			cpu := ru1.Utime.Nano() - ru0.Utime.Nano() + ru1.Stime.Nano() - ru0.Stime.Nano()
+			b.ReportMetric(float64(cpu)/float64(b.N), "self-cpu-ns/op")
+		})
 	}
 }
