@@ -19,9 +19,11 @@
 // smallest headroom. Every sample reads the files again: other programs
 // take memory too, and limits change. An owner whose tasks run in a
 // memory cgroup of their own (supervise's tasks' memory, limited to
-// TasksLimit: the tightest limit less a margin for the owner) adds it
-// with Source.WithTasks; its limit is then the tightest, and its OOM
-// kills count with the owner's.
+// TasksLimit: the tightest limit of the owner's cgroups less a margin
+// for the owner) adds it with Source.WithTasks; its limit is then the
+// tightest, and its OOM kills count with the owner's, while TasksLimit
+// still reads the owner's cgroups alone, so that the tasks' limit can
+// follow theirs.
 //
 // # Pressure
 //

@@ -125,12 +125,20 @@ func TasksLimit(limit, self int64) int64 {
 	return limit - margin
 }
 
-// TasksLimit is the function TasksLimit of a sample taken now and of
-// this process's resident memory (/proc/self/statm below the root).
+// TasksLimit is the function TasksLimit of the tightest limit of the
+// owner's own cgroup and its ancestors now, and of this process's
+// resident memory (/proc/self/statm below the root). The limit of the
+// tasks' cgroup of WithTasks is left out: it is what follows from this.
 func (s *Source) TasksLimit() (int64, error) {
-	smp, err := s.Sample()
-	if err != nil {
-		return 0, err
+	var limit int64
+	for _, g := range s.groups {
+		lim, _, _, err := s.groupState(g)
+		if err != nil {
+			return 0, err
+		}
+		if lim > 0 && (limit == 0 || lim < limit) {
+			limit = lim
+		}
 	}
 	b, err := s.read("proc/self/statm")
 	if err != nil {
@@ -140,7 +148,7 @@ func (s *Source) TasksLimit() (int64, error) {
 	if !ok {
 		return 0, &FileError{Path: s.abs("proc/self/statm"), Text: string(b), Err: ErrSyntax}
 	}
-	return TasksLimit(smp.Limit, rss), nil
+	return TasksLimit(limit, rss), nil
 }
 
 // Sample is the memory state at one moment.

@@ -298,6 +298,11 @@ func TestWithTasks(t *testing.T) {
 	if own, _ := src.Sample(); own.Limit != 800*miB || own.OOMKills != 2 {
 		t.Errorf("the Source WithTasks came from sees limit %d MiB, %d OOM kills; want 800 and 2", own.Limit/miB, own.OOMKills)
 	}
+	// The tasks' limit follows from the own groups' alone, not from itself.
+	writeFile(t, root, "proc/self/statm", "10000 2560 300 100 0 2000 0\n")
+	if got, err := tasks.TasksLimit(); got != TasksLimit(800*miB, 2560*int64(os.Getpagesize())) || err != nil {
+		t.Errorf("TasksLimit WithTasks = %d MiB, %v; want that of the own 800 MiB", got/miB, err)
+	}
 	if err := os.RemoveAll(filepath.Join(root, rel)); err != nil {
 		t.Fatal(err)
 	}
