@@ -91,9 +91,10 @@
 //
 // The tasks' memory. With Options.TaskMemoryLimit the tasks run in a
 // memory cgroup that holds them and nothing else, limited to that many
-// bytes, set once as the run starts: normally the limit of this
-// process's own memory cgroups less a margin for this process
-// (memory.TasksLimit). When the tasks outgrow it
+// bytes as the run starts, and to what SetTaskMemoryLimit sets later:
+// normally the limit of this process's own memory cgroups less a margin
+// for this process (memory.TasksLimit), which a build run follows while
+// that limit changes (package buildrun). When the tasks outgrow it
 // the kernel's OOM killer chooses among them alone: never this process,
 // however its victim is chosen, a second kill for a victim the kernel
 // could not reap at once included (oom_score_adj only ranks processes,

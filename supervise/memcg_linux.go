@@ -38,8 +38,11 @@ type taskMemory struct {
 	// leaf is the v2 cgroup this process moved to, below its own, so that
 	// its own could enable the memory controller for the run's cgroup; ""
 	// when it did not move.
-	leaf   string
-	warned atomic.Bool // a failed move was logged
+	leaf string
+	// limitFile sets the group's limit: the v1 group's
+	// memory.limit_in_bytes, the v2 group's memory.max.
+	limitFile string
+	warned    atomic.Bool // a failed move was logged
 }
 
 // makeTaskMemory makes the run's tasks' memory cgroup, limited to limit
@@ -67,7 +70,7 @@ func makeTaskMemory(runID string, limit int64, run *cgroupRun) (*taskMemory, err
 	// parent must be a delegated subtree without members (CgroupParent),
 	// or this process's own cgroup once this process, its only member,
 	// has moved to a leaf below it.
-	m := &taskMemory{group: topology.MemoryCgroup{Dir: run.dir, V2: true}}
+	m := &taskMemory{group: topology.MemoryCgroup{Dir: run.dir, V2: true}, limitFile: filepath.Join(run.dir, "memory.max")}
 	parent := filepath.Dir(run.dir)
 	if err := enableMemory(parent); err != nil {
 		if !errors.Is(err, unix.EBUSY) {
@@ -81,7 +84,7 @@ func makeTaskMemory(runID string, limit int64, run *cgroupRun) (*taskMemory, err
 			return nil, fmt.Errorf("enabling the memory controller below %s: %w", parent, err)
 		}
 	}
-	if err := writeLimit(filepath.Join(run.dir, "memory.max"), limit); err != nil {
+	if err := m.setLimit(limit); err != nil {
 		m.restore()
 		return nil, err
 	}
@@ -154,10 +157,10 @@ func makeTaskMemoryV1(own, runID string, limit int64) (*taskMemory, error) {
 		_ = os.Remove(dir)
 		return nil, err
 	}
-	if err := writeLimit(filepath.Join(dir, "memory.limit_in_bytes"), limit); err != nil {
+	m := &taskMemory{group: topology.MemoryCgroup{Dir: dir}, limitFile: filepath.Join(dir, "memory.limit_in_bytes")}
+	if err := m.setLimit(limit); err != nil {
 		return fail(err)
 	}
-	m := &taskMemory{group: topology.MemoryCgroup{Dir: dir}}
 	for _, f := range []struct {
 		to   **os.File
 		path string
@@ -229,9 +232,19 @@ func (m *taskMemory) remove() error {
 	return removeCgroupTree(m.group.Dir, 10*time.Second)
 }
 
-// writeLimit writes a byte limit to a cgroup file.
-func writeLimit(file string, limit int64) error {
-	if err := writeInt(file, limit); err != nil {
+// setLimit sets the group's limit to limit bytes, or lifts it when limit
+// is 0 or less.
+func (m *taskMemory) setLimit(limit int64) error {
+	var err error
+	switch {
+	case limit > 0:
+		err = writeInt(m.limitFile, limit)
+	case m.group.V2:
+		err = os.WriteFile(m.limitFile, []byte("max"), 0)
+	default:
+		err = writeInt(m.limitFile, -1)
+	}
+	if err != nil {
 		return fmt.Errorf("setting the tasks' memory limit: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,6 +130,23 @@ func TestTaskMemory(t *testing.T) {
 			if got := read(events, "oom_kill"); got != 0 {
 				t.Errorf("%d OOM kills before the big task", got)
 			}
+			// The limit moves, and lifts, as asked; back to 96 MiB after.
+			if err := s.SetTaskMemoryLimit(64 << 20); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(limitFile, ""); got != 64<<20 {
+				t.Errorf("after SetTaskMemoryLimit(64 MiB): %s = %d", limitFile, got)
+			}
+			if err := s.SetTaskMemoryLimit(0); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(m.TaskMemory.Dir, limitFile)); m.TaskMemory.V2 && strings.TrimSpace(string(b)) != "max" ||
+				!m.TaskMemory.V2 && read(limitFile, "") < 1<<40 {
+				t.Errorf("after SetTaskMemoryLimit(0): %s = %q, want no limit", limitFile, b)
+			}
+			if err := s.SetTaskMemoryLimit(96 << 20); err != nil {
+				t.Fatal(err)
+			}
 			if sig := exitSignal(run(200)); sig != syscall.SIGKILL {
 				t.Errorf("a task of 200 MiB under a limit of 96 MiB ended by %v, want the OOM killer's SIGKILL", sig)
 			}
@@ -174,6 +192,9 @@ func TestTaskMemoryNoRunCgroup(t *testing.T) {
 	}
 	if err := task.Wait(); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.SetTaskMemoryLimit(32 << 20); m.TaskMemory.Dir == "" && !errors.Is(err, ErrNoTaskMemory) || m.TaskMemory.Dir != "" && err != nil {
+		t.Errorf("SetTaskMemoryLimit with tasks' memory cgroup %q: %v", m.TaskMemory.Dir, err)
 	}
 }
 

@@ -135,7 +135,8 @@ func (m Mechanisms) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Errors a Task's Cause may return, and Start's error after Close.
+// Errors a Task's Cause may return, Start's error after Close, and
+// SetTaskMemoryLimit's without a tasks' memory cgroup.
 var (
 	// ErrTerminated: Task.Terminate (or Supervisor.Close) ended the task.
 	ErrTerminated = errors.New("supervise: task terminated")
@@ -145,4 +146,7 @@ var (
 	ErrClosed = errors.New("supervise: supervisor closed")
 	// ErrUnsupported: supervision needs Linux.
 	ErrUnsupported = errors.New("supervise: not supported on this OS")
+	// ErrNoTaskMemory: the Supervisor has no tasks' memory cgroup
+	// (Mechanisms.NoTaskMemoryReason says why).
+	ErrNoTaskMemory = errors.New("supervise: no memory cgroup of the tasks'")
 )

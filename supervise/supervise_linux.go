@@ -407,6 +407,23 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	return t, nil
 }
 
+// SetTaskMemoryLimit sets the limit of the tasks' memory cgroup
+// (Mechanisms.TaskMemory) to limit bytes, or lifts it when limit is 0 or
+// less: for a run whose own limit changed while it ran (the limit it was
+// made with follows from the own cgroups', memory.TasksLimit). A limit
+// below what the tasks hold makes the kernel reclaim from them and, in
+// v2, OOM-kill one of them if it cannot; v1 refuses it (EBUSY) instead.
+// ErrNoTaskMemory when there is no such cgroup.
+func (s *Supervisor) SetTaskMemoryLimit(limit int64) error {
+	if s.mem == nil {
+		return ErrNoTaskMemory
+	}
+	if err := s.mem.setLimit(limit); err != nil {
+		return fmt.Errorf("supervise: %w", err)
+	}
+	return nil
+}
+
 // enterTaskMemory moves the new child pid, forked by a thread outside
 // the tasks' v1 memory cgroup, into it. A failure leaves the task in
 // this process's memory cgroup, governed as before; it is logged once.

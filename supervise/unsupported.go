@@ -110,3 +110,6 @@ func MaybeWatchdog() {}
 
 // RunWatchdog fails with ErrUnsupported.
 func RunWatchdog(ctl io.Reader, tokens io.Writer, log *zap.Logger) error { return ErrUnsupported }
+
+// SetTaskMemoryLimit is unsupported here; see the Linux documentation.
+func (s *Supervisor) SetTaskMemoryLimit(limit int64) error { return ErrUnsupported }
