@@ -159,20 +159,36 @@ func (g *Group) Peak() int64 {
 	return n
 }
 
-// Pids returns the processes in the group.
+// Pids returns the processes in the group and in the cgroups below it
+// (a numasteal run inside the group makes its tasks' own).
 func (g *Group) Pids() []int {
-	b, _ := os.ReadFile(filepath.Join(g.Dir, "cgroup.procs"))
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
+	for _, dir := range g.dirs() {
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
 		}
 	}
 	return out
 }
 
-// Kill SIGKILLs the processes in the group until none is left, for up to
-// ten seconds.
+// dirs returns the group's directory and those of the cgroups below it,
+// each before the cgroups below it.
+func (g *Group) dirs() []string {
+	var out []string
+	filepath.WalkDir(g.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// Kill SIGKILLs the processes in the group and below it until none is
+// left, for up to ten seconds.
 func (g *Group) Kill() error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -190,13 +206,21 @@ func (g *Group) Kill() error {
 	}
 }
 
-// Remove kills what is left in the group and removes it.
+// Remove kills what is left in the group and below it, and removes it
+// with the cgroups below it (one that a program killed inside it left).
 func (g *Group) Remove() error {
 	kerr := g.Kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := os.Remove(g.Dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
+		dirs := g.dirs()
+		var err error
+		for _, dir := range slices.Backward(dirs) {
+			if rerr := os.Remove(dir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = rerr
+				break
+			}
+		}
+		if err == nil {
 			return kerr
 		}
 		if time.Now().After(deadline) {
