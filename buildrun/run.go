@@ -237,16 +237,24 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	var mem *memGate
 	stopGov := func() {}
 	if opts.Memory != nil {
+		gctx, cancel := context.WithCancel(context.Background())
+		followed := make(chan struct{})
 		if tm := pcfg.Supervisor.Mechanisms().TaskMemory; tm.Dir != "" {
+			sup, src, start := pcfg.Supervisor, opts.Memory.Source, opts.Memory.TaskMemoryLimit()
+			go func() {
+				defer close(followed)
+				followTasksLimit(gctx, src, sup.SetTaskMemoryLimit, start, tasksLimitInterval)
+			}()
 			mo := *opts.Memory
 			mo.Source = mo.Source.WithTasks(tm)
 			opts.Memory = &mo
+		} else {
+			close(followed)
 		}
 		mem = newMemGate(opts.Memory, opts.History, opts.Trace)
 		if opts.Memory.Watch != nil {
 			opts.Memory.Watch(mem.stats)
 		}
-		gctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); mem.gov.Run(gctx) }()
 		traced := make(chan struct{})
@@ -255,7 +263,7 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 		} else {
 			close(traced)
 		}
-		stopGov = func() { cancel(); <-done; <-traced }
+		stopGov = func() { cancel(); <-done; <-traced; <-followed }
 	}
 	b := &build{
 		opts:    opts,

@@ -468,3 +468,91 @@ func TestMemoryStatusAndSummary(t *testing.T) {
 		t.Errorf("printMemory = %q, want %q", got, want)
 	}
 }
+
+// The tasks' memory cgroup follows the own cgroup's limit while the run
+// goes on: lowered when the group's limit is lowered, raised when it is
+// raised, each time to that limit less numasteal's margin
+// (memory.TasksLimit), within the second the run takes to look.
+func TestRunMemoryTasksLimitFollows(t *testing.T) {
+	g := memtest.NewGroup(t, 512<<20)
+	dir := t.TempDir()
+	started, proceed := filepath.Join(dir, "started"), filepath.Join(dir, "go")
+	cmds := writeFile(t, dir, "cmds.txt", "sh -c 'touch "+started+"; until [ -e "+proceed+" ]; do sleep 0.02; done'\n")
+	done := make(chan ranInGroup, 1)
+	go func() { done <- numastealInGroup(t, g, dir, "-j", "1", "--history", "", cmds) }()
+	// waitFor fails the test once the run has ended, so that nothing of
+	// it is left in the group.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				os.WriteFile(proceed, nil, 0o644)
+				r := <-done
+				t.Fatalf("after a minute: still not %s (the run: exit %d)\n%s\n%s", what, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+	waitFor("started", func() bool { _, err := os.Stat(started); return err == nil })
+	// The tasks' cgroup: numasteal-RUN below the group (v1 below the own
+	// memory cgroup; v2 the run's cgroup, beside the leaf RUN-self that
+	// numasteal moved to).
+	limitFile := "memory.limit_in_bytes"
+	if g.V2 {
+		limitFile = "memory.max"
+	}
+	var tasksLimit string
+	waitFor("a tasks' memory cgroup in the group", func() bool {
+		all, _ := filepath.Glob(filepath.Join(g.Dir, "numasteal-*", limitFile))
+		for _, f := range all {
+			if !strings.HasSuffix(filepath.Dir(f), "-self") {
+				tasksLimit = f
+			}
+		}
+		return tasksLimit != ""
+	})
+	limit := func() int64 {
+		b, _ := os.ReadFile(tasksLimit)
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return n
+	}
+	setGroup := func(n int64) {
+		t.Helper()
+		files := []string{limitFile}
+		if !g.V2 {
+			// v1 wants memsw at or above the limit at every moment.
+			files = []string{"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"}
+			if n > g.Limit {
+				files[0], files[1] = files[1], files[0]
+			}
+		}
+		for i, f := range files {
+			err := os.WriteFile(filepath.Join(g.Dir, f), []byte(strconv.FormatInt(n, 10)), 0o644)
+			if err != nil && (i == 0 || !errors.Is(err, os.ErrNotExist)) {
+				t.Fatalf("setting the group's %s: %v", f, err)
+			}
+		}
+		g.Limit = n
+	}
+	const miB = 1 << 20
+	first := limit()
+	if first <= 512*miB*3/4 || first > 512*miB-32*miB {
+		t.Errorf("the tasks' limit %d MiB in a group of 512 MiB, want 512 MiB less numasteal's margin", first/miB)
+	}
+	setGroup(384 * miB)
+	waitFor("the tasks' limit lowered below 352 MiB", func() bool { l := limit(); return l > 0 && l <= 384*miB-32*miB })
+	if l := limit(); l < 384*miB*3/4 {
+		t.Errorf("the tasks' limit %d MiB in a group of 384 MiB, want 384 MiB less numasteal's margin", l/miB)
+	}
+	setGroup(768 * miB)
+	waitFor("the tasks' limit raised above 576 MiB", func() bool { return limit() > 768*miB*3/4 })
+	if l := limit(); l > 768*miB-32*miB {
+		t.Errorf("the tasks' limit %d MiB in a group of 768 MiB, want 768 MiB less numasteal's margin", l/miB)
+	}
+	if err := os.WriteFile(proceed, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != exitOK || !strings.Contains(r.stdout, "1 tasks: 1 succeeded") && !strings.Contains(r.stdout, "1 task: 1 succeeded") {
+		t.Errorf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
