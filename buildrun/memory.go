@@ -43,7 +43,7 @@ import (
 // not be safe) and fail with that message.
 //
 // Where the Supervisor has a memory cgroup of the tasks' own, the run
-// keeps its limit at memory.TasksLimit of the own cgroups' limit as that
+// sets its limit to memory.TasksLimit again whenever the own cgroups'
 // limit changes (followTasksLimit), read once a second.
 
 // MemoryOptions turn on the memory governor of a run.
@@ -76,32 +76,35 @@ func (o *MemoryOptions) TaskMemoryLimit() int64 {
 	return l
 }
 
-// followTasksLimit keeps the limit of the tasks' memory cgroup at what
-// src.TasksLimit gives, read every interval until ctx is done, starting
-// from start, the limit the cgroup was made with: a limit of the own
-// cgroups lowered or raised while the run goes on (systemctl
-// set-property, a container's update) moves the tasks' with it, so that
-// their OOM kills still choose among them alone. The margin that
-// TasksLimit leaves follows this process's resident memory, which moves
-// all the time: the limit is set again only when it is off by more than
-// a 32nd. A limit the kernel refuses (v1 cannot reclaim down to it) is
-// tried again at the next interval.
-func followTasksLimit(ctx context.Context, src *memory.Source, set func(int64) error, start int64, every time.Duration) {
+// followTasksLimit keeps the limit of the tasks' memory cgroup following
+// the own cgroups' limit (src.OwnLimit), read every interval until ctx is
+// done: when that limit is lowered or raised while the run goes on
+// (systemctl set-property, a container's update), the tasks' is set to
+// src.TasksLimit again, so that their OOM kills still choose among them
+// alone. Only a change of the own limit moves it, not this process's
+// resident memory, which TasksLimit's margin also follows: a tasks' limit
+// lowered under a compile that fitted because numasteal grew would kill
+// the compile for numasteal's sake. A limit the kernel refuses (v1 cannot
+// reclaim down to it) is tried again at the next interval.
+func followTasksLimit(ctx context.Context, src *memory.Source, set func(int64) error, every time.Duration) {
+	own, err := src.OwnLimit()
+	if err != nil {
+		return
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	cur := start
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		want, err := src.TasksLimit()
-		if err != nil || !limitOff(cur, want) {
+		now, err := src.OwnLimit()
+		if err != nil || now == own {
 			continue
 		}
-		if set(want) == nil {
-			cur = want
+		if want, err := src.TasksLimit(); err == nil && set(want) == nil {
+			own = now
 		}
 	}
 }
@@ -109,16 +112,6 @@ func followTasksLimit(ctx context.Context, src *memory.Source, set func(int64) e
 // tasksLimitInterval is how often a run reads the own cgroups' limit to
 // follow it with the tasks' (followTasksLimit).
 const tasksLimitInterval = time.Second
-
-// limitOff reports whether a limit of want bytes differs enough from cur
-// to be set (0 is no limit).
-func limitOff(cur, want int64) bool {
-	if cur <= 0 || want <= 0 {
-		return (cur > 0) != (want > 0)
-	}
-	d := cur - want
-	return max(d, -d) > cur/32
-}
 
 // firstGuess is the need of a task of kind k when nothing better is
 // known: 256 MiB for a compile, 1 GiB for a link, 64 MiB for anything

@@ -269,24 +269,3 @@ func TestMemoryGateStress(t *testing.T) {
 		requireNoChildren(t)
 	}
 }
-
-// The tasks' limit is set again when it is off by more than a 32nd, or
-// when one of the two is no limit at all.
-func TestLimitOff(t *testing.T) {
-	for _, c := range []struct {
-		cur, want int64
-		off       bool
-	}{
-		{1024 << 20, 1024 << 20, false},
-		{1024 << 20, 1000 << 20, false}, // 24 MiB: less than 32 MiB
-		{1024 << 20, 990 << 20, true},
-		{1024 << 20, 1060 << 20, true},
-		{0, 512 << 20, true}, // a limit where there was none
-		{512 << 20, 0, true}, // the limit lifted
-		{0, 0, false},
-	} {
-		if got := limitOff(c.cur, c.want); got != c.off {
-			t.Errorf("limitOff(%d MiB, %d MiB) = %v, want %v", c.cur>>20, c.want>>20, got, c.off)
-		}
-	}
-}

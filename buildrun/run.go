@@ -240,10 +240,10 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 		gctx, cancel := context.WithCancel(context.Background())
 		followed := make(chan struct{})
 		if tm := pcfg.Supervisor.Mechanisms().TaskMemory; tm.Dir != "" {
-			sup, src, start := pcfg.Supervisor, opts.Memory.Source, opts.Memory.TaskMemoryLimit()
+			sup, src := pcfg.Supervisor, opts.Memory.Source
 			go func() {
 				defer close(followed)
-				followTasksLimit(gctx, src, sup.SetTaskMemoryLimit, start, tasksLimitInterval)
+				followTasksLimit(gctx, src, sup.SetTaskMemoryLimit, tasksLimitInterval)
 			}()
 			mo := *opts.Memory
 			mo.Source = mo.Source.WithTasks(tm)

@@ -125,11 +125,10 @@ func TasksLimit(limit, self int64) int64 {
 	return limit - margin
 }
 
-// TasksLimit is the function TasksLimit of the tightest limit of the
-// owner's own cgroup and its ancestors now, and of this process's
-// resident memory (/proc/self/statm below the root). The limit of the
-// tasks' cgroup of WithTasks is left out: it is what follows from this.
-func (s *Source) TasksLimit() (int64, error) {
+// OwnLimit returns the tightest limit of the owner's own memory cgroup
+// and its ancestors now (0: none), leaving out the tasks' cgroup of
+// WithTasks, whose limit follows from it.
+func (s *Source) OwnLimit() (int64, error) {
 	var limit int64
 	for _, g := range s.groups {
 		lim, _, _, err := s.groupState(g)
@@ -139,6 +138,16 @@ func (s *Source) TasksLimit() (int64, error) {
 		if lim > 0 && (limit == 0 || lim < limit) {
 			limit = lim
 		}
+	}
+	return limit, nil
+}
+
+// TasksLimit is the function TasksLimit of OwnLimit and of this process's
+// resident memory (/proc/self/statm below the root).
+func (s *Source) TasksLimit() (int64, error) {
+	limit, err := s.OwnLimit()
+	if err != nil {
+		return 0, err
 	}
 	b, err := s.read("proc/self/statm")
 	if err != nil {

@@ -299,6 +299,9 @@ func TestWithTasks(t *testing.T) {
 		t.Errorf("the Source WithTasks came from sees limit %d MiB, %d OOM kills; want 800 and 2", own.Limit/miB, own.OOMKills)
 	}
 	// The tasks' limit follows from the own groups' alone, not from itself.
+	if got, err := tasks.OwnLimit(); got != 800*miB || err != nil {
+		t.Errorf("OwnLimit WithTasks = %d MiB, %v; want the own 800 MiB", got/miB, err)
+	}
 	writeFile(t, root, "proc/self/statm", "10000 2560 300 100 0 2000 0\n")
 	if got, err := tasks.TasksLimit(); got != TasksLimit(800*miB, 2560*int64(os.Getpagesize())) || err != nil {
 		t.Errorf("TasksLimit WithTasks = %d MiB, %v; want that of the own 800 MiB", got/miB, err)
