@@ -44,7 +44,7 @@ import (
 //
 // Where the Supervisor has a memory cgroup of the tasks' own, the run
 // sets its limit to memory.TasksLimit again whenever the own cgroups'
-// limit changes (followTasksLimit), read once a second.
+// limit changes (followTasksLimit, from the Governor's samples).
 
 // MemoryOptions turn on the memory governor of a run.
 type MemoryOptions struct {
@@ -77,20 +77,18 @@ func (o *MemoryOptions) TaskMemoryLimit() int64 {
 }
 
 // followTasksLimit keeps the limit of the tasks' memory cgroup following
-// the own cgroups' limit (src.OwnLimit), read every interval until ctx is
-// done: when that limit is lowered or raised while the run goes on
-// (systemctl set-property, a container's update), the tasks' is set to
-// src.TasksLimit again, so that their OOM kills still choose among them
-// alone. Only a change of the own limit moves it, not this process's
-// resident memory, which TasksLimit's margin also follows: a tasks' limit
-// lowered under a compile that fitted because numasteal grew would kill
-// the compile for numasteal's sake. A limit the kernel refuses (v1 cannot
-// reclaim down to it) is tried again at the next interval.
-func followTasksLimit(ctx context.Context, src *memory.Source, set func(int64) error, every time.Duration) {
-	own, err := src.OwnLimit()
-	if err != nil {
-		return
-	}
+// the own cgroups' limit (Sample.OwnLimit of the Governor's last sample,
+// looked at every interval until ctx is done): when that limit is
+// lowered or raised while the run goes on (systemctl set-property, a
+// container's update), the tasks' is set to src.TasksLimit again, so that
+// their OOM kills still choose among them alone. Only a change of the own
+// limit moves it, not this process's resident memory, which TasksLimit's
+// margin also follows: a tasks' limit lowered under a compile that fitted
+// because numasteal grew would kill the compile for numasteal's sake. A
+// limit the kernel refuses (v1 cannot reclaim down to it) is tried again
+// at the next interval.
+func followTasksLimit(ctx context.Context, gov *memory.Governor, src *memory.Source, set func(int64) error, every time.Duration) {
+	own := gov.Stats().Sample.OwnLimit
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -99,8 +97,8 @@ func followTasksLimit(ctx context.Context, src *memory.Source, set func(int64) e
 			return
 		case <-t.C:
 		}
-		now, err := src.OwnLimit()
-		if err != nil || now == own {
+		now := gov.Stats().Sample.OwnLimit
+		if now == own {
 			continue
 		}
 		if want, err := src.TasksLimit(); err == nil && set(want) == nil {
@@ -109,8 +107,8 @@ func followTasksLimit(ctx context.Context, src *memory.Source, set func(int64) e
 	}
 }
 
-// tasksLimitInterval is how often a run reads the own cgroups' limit to
-// follow it with the tasks' (followTasksLimit).
+// tasksLimitInterval is how often a run looks at the own cgroups' limit
+// to follow it with the tasks' (followTasksLimit).
 const tasksLimitInterval = time.Second
 
 // firstGuess is the need of a task of kind k when nothing better is

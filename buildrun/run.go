@@ -237,23 +237,26 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 	var mem *memGate
 	stopGov := func() {}
 	if opts.Memory != nil {
-		gctx, cancel := context.WithCancel(context.Background())
-		followed := make(chan struct{})
-		if tm := pcfg.Supervisor.Mechanisms().TaskMemory; tm.Dir != "" {
-			sup, src := pcfg.Supervisor, opts.Memory.Source
-			go func() {
-				defer close(followed)
-				followTasksLimit(gctx, src, sup.SetTaskMemoryLimit, tasksLimitInterval)
-			}()
+		tm := pcfg.Supervisor.Mechanisms().TaskMemory
+		if tm.Dir != "" {
 			mo := *opts.Memory
 			mo.Source = mo.Source.WithTasks(tm)
 			opts.Memory = &mo
-		} else {
-			close(followed)
 		}
 		mem = newMemGate(opts.Memory, opts.History, opts.Trace)
 		if opts.Memory.Watch != nil {
 			opts.Memory.Watch(mem.stats)
+		}
+		gctx, cancel := context.WithCancel(context.Background())
+		followed := make(chan struct{})
+		if tm.Dir != "" {
+			sup, src := pcfg.Supervisor, opts.Memory.Source
+			go func() {
+				defer close(followed)
+				followTasksLimit(gctx, mem.gov, src, sup.SetTaskMemoryLimit, tasksLimitInterval)
+			}()
+		} else {
+			close(followed)
 		}
 		done := make(chan struct{})
 		go func() { defer close(done); mem.gov.Run(gctx) }()

@@ -21,9 +21,9 @@
 // memory cgroup of their own (supervise's tasks' memory, limited to
 // TasksLimit: the tightest limit of the owner's cgroups less a margin
 // for the owner) adds it with Source.WithTasks; its limit is then the
-// tightest, and its OOM kills count with the owner's, while TasksLimit
-// still reads the owner's cgroups alone, so that the tasks' limit can
-// follow theirs.
+// tightest, and its OOM kills count with the owner's, while
+// Sample.OwnLimit, and TasksLimit from it, keep to the owner's cgroups,
+// so that the tasks' limit can follow theirs.
 //
 // # Pressure
 //

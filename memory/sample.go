@@ -125,27 +125,11 @@ func TasksLimit(limit, self int64) int64 {
 	return limit - margin
 }
 
-// OwnLimit returns the tightest limit of the owner's own memory cgroup
-// and its ancestors now (0: none), leaving out the tasks' cgroup of
-// WithTasks, whose limit follows from it.
-func (s *Source) OwnLimit() (int64, error) {
-	var limit int64
-	for _, g := range s.groups {
-		lim, _, _, err := s.groupState(g)
-		if err != nil {
-			return 0, err
-		}
-		if lim > 0 && (limit == 0 || lim < limit) {
-			limit = lim
-		}
-	}
-	return limit, nil
-}
-
-// TasksLimit is the function TasksLimit of OwnLimit and of this process's
-// resident memory (/proc/self/statm below the root).
+// TasksLimit is the function TasksLimit of a sample's OwnLimit taken now
+// and of this process's resident memory (/proc/self/statm below the
+// root).
 func (s *Source) TasksLimit() (int64, error) {
-	limit, err := s.OwnLimit()
+	smp, err := s.Sample()
 	if err != nil {
 		return 0, err
 	}
@@ -157,7 +141,7 @@ func (s *Source) TasksLimit() (int64, error) {
 	if !ok {
 		return 0, &FileError{Path: s.abs("proc/self/statm"), Text: string(b), Err: ErrSyntax}
 	}
-	return TasksLimit(limit, rss), nil
+	return TasksLimit(smp.OwnLimit, rss), nil
 }
 
 // Sample is the memory state at one moment.
@@ -171,6 +155,10 @@ type Sample struct {
 	// LimitFile names the file.
 	Limit     int64
 	LimitFile string
+	// OwnLimit is the tightest limit of the process's own memory cgroups
+	// alone, leaving out its tasks' (WithTasks), whose limit follows from
+	// it (TasksLimit); 0 when none is set.
+	OwnLimit int64
 	// Available is what may still be allocated before something gives:
 	// the smallest of MemAvailable and, for every limited cgroup, its
 	// limit less its working set (usage less inactive file pages, which
@@ -209,7 +197,7 @@ func (s *Source) Sample() (Sample, error) {
 		return out, &FileError{Path: s.abs("proc/meminfo"), Err: err}
 	}
 	out.MemAvailable, out.Available = v, v
-	for _, g := range s.limited {
+	for i, g := range s.limited {
 		lim, file, ws, err := s.groupState(g)
 		if err != nil {
 			return out, err
@@ -219,6 +207,9 @@ func (s *Source) Sample() (Sample, error) {
 		}
 		if out.Limit == 0 || lim < out.Limit {
 			out.Limit, out.LimitFile = lim, file
+		}
+		if own := i < len(s.groups); own && (out.OwnLimit == 0 || lim < out.OwnLimit) {
+			out.OwnLimit = lim
 		}
 		out.Available = min(out.Available, max(lim-ws, 0))
 	}
