@@ -79,6 +79,12 @@ type SDETPoint struct {
 	Pct    float64 `json:"pct_of_baseline"`
 	PctMin float64 `json:"pct_min"`
 	PctMax float64 `json:"pct_max"`
+	// BaselineSelfMS and NumastealSelfMS are the CPU time of this
+	// process's own threads (the contender's Go side, not its commands)
+	// per finished script, in milliseconds, over every repetition; 0
+	// where the process's CPU clock cannot be read.
+	BaselineSelfMS  float64 `json:"baseline_self_ms"`
+	NumastealSelfMS float64 `json:"numasteal_self_ms"`
 	// Commands is each command of the script, in order, with its mean
 	// wall time under each contender (from the call to its result, over
 	// every run of it in every repetition): where a difference in
@@ -94,9 +100,20 @@ type SDETCommand struct {
 }
 
 // sdetTimes sums the wall time of each command of the script and counts
-// its runs.
+// its runs, and sums the process's own CPU time over the measurements and
+// the scripts they finished.
 type sdetTimes struct {
-	ns, runs [len(sdetScript)]atomic.Int64
+	ns, runs      [len(sdetScript)]atomic.Int64
+	self, scripts atomic.Int64
+}
+
+// selfMS returns the process's own CPU time per finished script in
+// milliseconds.
+func (t *sdetTimes) selfMS() float64 {
+	if n := t.scripts.Load(); n > 0 {
+		return float64(t.self.Load()) / float64(n) / 1e6
+	}
+	return 0
 }
 
 // mean returns command i's mean wall time in microseconds.
@@ -204,6 +221,7 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 		p.BaselinePerHour, p.BaselineStdPerHour = meanStd(base)
 		p.NumastealPerHour, p.NumastealStdPerHour = meanStd(ns)
 		p.Pct, p.PctMin, p.PctMax = median(pct), slices.Min(pct), slices.Max(pct)
+		p.BaselineSelfMS, p.NumastealSelfMS = baseTimes.selfMS(), nsTimes.selfMS()
 		for i, args := range sdetScript {
 			p.Commands = append(p.Commands, SDETCommand{Command: shellJoin(args), BaselineUS: baseTimes.mean(i), NumastealUS: nsTimes.mean(i)})
 		}
@@ -248,7 +266,7 @@ func execRun(ctx context.Context, args []string, dir string) error {
 // sdetMeasure runs n scripts concurrently, each in its directory, starting
 // new scripts until d has passed, and returns finished scripts per hour
 // over the time until the last one ended; it adds each command's wall
-// time to times.
+// time, the process's own CPU time and the scripts finished to times.
 func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run func(context.Context, []string, string) error, times *sdetTimes) (float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -258,6 +276,7 @@ func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run
 		errOnce  sync.Once
 		firstErr error
 	)
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	for i := range n {
@@ -285,6 +304,10 @@ func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		times.self.Add(int64(cpu1 - cpu0))
+		times.scripts.Add(finished.Load())
 	}
 	return float64(finished.Load()) / time.Since(start).Hours(), nil
 }

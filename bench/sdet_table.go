@@ -31,4 +31,8 @@ func WriteSDETTable(w io.Writer, r *SDETResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "\nthis process's own CPU per finished script, ms: baseline / numasteal\n")
+	for _, p := range r.Points {
+		fmt.Fprintf(w, "%5d %.2f / %.2f\n", p.N, p.BaselineSelfMS, p.NumastealSelfMS)
+	}
 }

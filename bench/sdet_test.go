@@ -32,6 +32,9 @@ func TestSDETTiny(t *testing.T) {
 		if p.BaselinePerHour <= 0 || p.NumastealPerHour <= 0 || p.Pct <= 0 {
 			t.Errorf("N=%d: %+v, want positive throughputs", p.N, p)
 		}
+		if _, ok := processCPU(); ok && (p.BaselineSelfMS <= 0 || p.NumastealSelfMS <= 0) {
+			t.Errorf("N=%d: own CPU per script %.3f / %.3f ms, want positive for both", p.N, p.BaselineSelfMS, p.NumastealSelfMS)
+		}
 		if len(p.Commands) != len(sdetScript) {
 			t.Fatalf("N=%d: %d commands timed, want the script's %d", p.N, len(p.Commands), len(sdetScript))
 		}

@@ -18,3 +18,13 @@ func threadCPU() (d time.Duration, ok bool) {
 	}
 	return time.Duration(ts.Nano()), true
 }
+
+// processCPU returns the CPU time this process's threads have used (not
+// its children's); ok is false when it cannot be read.
+func processCPU() (d time.Duration, ok bool) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0, false
+	}
+	return time.Duration(ts.Nano()), true
+}
