@@ -22,8 +22,9 @@ import (
 // each run a script of short commands found on every Debian machine, over
 // and over, for a fixed time; throughput is finished scripts per hour. The
 // numasteal contender runs every command as a process task of the runtime
-// (proc.Runner: placed at fork, pinned, reaped without spinning);
-// the baseline runs the same commands from plain goroutines with os/exec,
+// (proc.Runner: placed at fork, pinned, reaped without spinning), with
+// the Go Ps to spare that numasteal run gives its runner
+// (proc.SpareProcs); the baseline runs the same commands from plain goroutines with os/exec,
 // no placement. Contenders alternate point by point.
 
 // sdetScript is the fixed mix, run in the script's own directory holding
@@ -238,6 +239,7 @@ func sdetNumasteal(ctx context.Context, rt *runtime.Runtime, slots, n int, d tim
 		return 0, fmt.Errorf("bench: sdet: %w", err)
 	}
 	defer pr.Close()
+	defer proc.SpareProcs(pr.Slots())()
 	return sdetMeasure(ctx, n, d, dirs, func(ctx context.Context, args []string, dir string) error {
 		r := pr.Run(ctx, proc.Command{Args: args, Dir: dir})
 		defer r.Close()

@@ -39,8 +39,8 @@
 //     with runtime.Cancel). From the decision to run a command to its
 //     reap, no other goroutine or thread is woken. The waiting thread
 //     holds a Go P in that system call; a program that runs several
-//     processes at once gives Go Ps to spare (numasteal run raises
-//     GOMAXPROCS by its slots), or Go's sysmon takes the Ps back every
+//     processes at once gives Go Ps to spare (SpareProcs; numasteal run
+//     and bench sdet call it), or Go's sysmon takes the Ps back every
 //     20 µs. Runner.Run does all of it in the caller's goroutine,
 //     Queued.Run in the goroutine that calls it, and Start in a goroutine
 //     of its own.

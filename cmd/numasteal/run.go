@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -155,7 +155,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.jobs < 0 {
 		f.jobs = rt.Workers()
 	}
-	defer spareProcs(f.jobs, rt.Workers())()
+	defer proc.SpareProcs(cmp.Or(f.jobs, rt.Workers()))()
 	// A run's heap is small and its garbage steady (a few KiB a task):
 	// no collection before 16 MiB, which stays inside the margin the
 	// tasks' memory cgroup leaves this process (memory.TasksLimit).
@@ -299,21 +299,4 @@ func writeTrace(path string, trace *buildgraph.TraceWriter) error {
 		return fmt.Errorf("trace: %w", err)
 	}
 	return nil
-}
-
-// spareProcs raises GOMAXPROCS by the number of processes that run at
-// once (jobs slots; 0 means one per worker), up to doubling it. Each
-// running process's goroutine waits for it in a system call that keeps
-// its P (supervise.StartHere); with every P so held, Go's sysmon takes
-// them back every 20 µs and wakes a thread to spin for nothing, three
-// context switches a task. With a P to spare it leaves them alone and
-// sleeps. The cap keeps the GC's workers (a quarter of GOMAXPROCS) few.
-// The returned func puts GOMAXPROCS back.
-func spareProcs(jobs, workers int) (restore func()) {
-	if jobs <= 0 {
-		jobs = workers
-	}
-	n := goruntime.GOMAXPROCS(0)
-	goruntime.GOMAXPROCS(n + min(jobs, n))
-	return func() { goruntime.GOMAXPROCS(n) }
 }
