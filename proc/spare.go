@@ -9,11 +9,10 @@ import goruntime "runtime"
 //
 // A process task's goroutine waits for its child in a system call that
 // keeps its P (the life of a process task, step 3). While every P is so
-// held, Go's sysmon takes them back every 20 µs and wakes a thread to
-// spin for nothing, and a slot's hand-off to a queued task wakes a
-// thread for each idle P; with a P to spare for each running process it
-// leaves them alone. The cap keeps the GC's workers (a quarter of
-// GOMAXPROCS) few.
+// held, Go's sysmon takes them back, polling every 20 µs, and each P it
+// takes back wakes a thread to spin for nothing; with a P to spare for
+// each running process it leaves a wait alone for 10 ms. The cap keeps
+// the GC's workers (a quarter of GOMAXPROCS) few.
 func SpareProcs(slots int) (restore func()) {
 	n := goruntime.GOMAXPROCS(0)
 	goruntime.GOMAXPROCS(n + min(max(slots, 0), n))
