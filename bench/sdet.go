@@ -24,8 +24,9 @@ import (
 // numasteal contender runs every command as a process task of the runtime
 // (proc.Runner: placed at fork, pinned, reaped without spinning), with
 // the Go Ps to spare that numasteal run gives its runner
-// (proc.SpareProcs); the baseline runs the same commands from plain goroutines with os/exec,
-// no placement. Contenders alternate point by point.
+// (proc.SpareProcs); the baseline runs the same commands from plain
+// goroutines with os/exec, no placement. Contenders alternate point by
+// point.
 
 // sdetScript is the fixed mix, run in the script's own directory holding
 // input.txt and small.c; an array, whose length sizes sdetTimes.
