@@ -101,7 +101,9 @@ func (d *Daemon) WaitCount(t testing.TB, word string, n int) int {
 // 127.0.0.1, running slots jobs and logging in dir, waits until each
 // accepts connections, and stops them at the end of the test. dir must be
 // writable by everyone (SharedDir): distccd started as root drops to its
-// own user.
+// own user. dir is also their $TMPDIR, and their compilers': the files of
+// a job that a daemon killed at the end of a test (or in it) had not
+// removed yet go with dir, not stay in /tmp.
 func Start(t testing.TB, dir string, n, slots int) []*Daemon {
 	t.Helper()
 	var ds []*Daemon
@@ -113,6 +115,7 @@ func Start(t testing.TB, dir string, n, slots int) []*Daemon {
 		os.Chmod(d.Log, 0o666) // past the umask
 		d.cmd = exec.Command("distccd", "--daemon", "--no-detach", "--port", strconv.Itoa(d.Port),
 			"--listen", "127.0.0.1", "--allow", "127.0.0.1", "--jobs", strconv.Itoa(slots), "--log-file", d.Log)
+		d.cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 		d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := d.cmd.Start(); err != nil {
 			t.Fatalf("distccd: %v", err)
