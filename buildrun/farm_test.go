@@ -130,7 +130,7 @@ func TestFarmBuildWithDistccd(t *testing.T) {
 	rep, err := Run(context.Background(), rt, g, opts(Options{
 		Slots:   1, // one local slot, so the farm is needed
 		Trace:   trace,
-		Environ: append(os.Environ(), "DISTCC_DIR="+shared, "TMPDIR="+shared),
+		Environ: append(os.Environ(), distcctest.ClientEnv(shared)...),
 		Farm:    &FarmOptions{Farm: f, TempDir: shared},
 	}))
 	if err != nil {
@@ -202,7 +202,7 @@ func TestFarmDaemonDiesMidBuild(t *testing.T) {
 	rt := newRuntime(t)
 	rep, err := Run(context.Background(), rt, g, opts(Options{
 		Slots:    1,
-		Environ:  append(os.Environ(), "DISTCC_DIR="+shared, "TMPDIR="+shared),
+		Environ:  append(os.Environ(), distcctest.ClientEnv(shared)...),
 		Farm:     &FarmOptions{Farm: f, TempDir: shared},
 		Progress: progress,
 	}))

@@ -20,7 +20,7 @@ import (
 // spec (numasteal serve --farm).
 func farmEnv(t *testing.T, shared string, spec string) *env {
 	e := newEnv(t, "--slots 1 --farm "+spec)
-	e.vars = append(e.vars, "DISTCC_DIR="+shared)
+	e.vars = append(e.vars, distcctest.ClientEnv(shared)...)
 	return e
 }
 
@@ -86,7 +86,7 @@ func TestFarmHostsDown(t *testing.T) {
 	refused := fmt.Sprintf("127.0.0.1:%d/2", distcctest.FreePort(t))
 	// The daemon a launcher starts reads the farm from $DISTCC_HOSTS.
 	e, dir := newEnv(t, "--slots 1"), project(t, 8)
-	e.vars = append(e.vars, "DISTCC_DIR="+shared, "DISTCC_HOSTS="+refused+" "+hangup)
+	e.vars = append(append(e.vars, distcctest.ClientEnv(shared)...), "DISTCC_HOSTS="+refused+" "+hangup)
 
 	// A wrapper first in PATH named gcc, so that the compiles may go
 	// remote, counts the compiles and the link (distcc's preprocessing

@@ -197,6 +197,14 @@ func SharedDir(t testing.TB) string {
 	return dir
 }
 
+// ClientEnv returns the environment entries that point distcc clients
+// at dir (SharedDir): their state (DISTCC_DIR) and their temporary files
+// (TMPDIR), which a client killed in a test, or one whose server died,
+// would otherwise leave in /tmp.
+func ClientEnv(dir string) []string {
+	return []string{"DISTCC_DIR=" + dir, "TMPDIR=" + dir}
+}
+
 // FreePort returns a loopback TCP port nobody listens on now.
 func FreePort(t testing.TB) int {
 	t.Helper()
