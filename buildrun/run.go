@@ -248,25 +248,16 @@ func Run(ctx context.Context, rt *runtime.Runtime, g *buildgraph.Graph, opts Opt
 			opts.Memory.Watch(mem.stats)
 		}
 		gctx, cancel := context.WithCancel(context.Background())
-		followed := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { mem.gov.Run(gctx) })
+		if opts.Trace != nil {
+			wg.Go(func() { mem.traceMemory(gctx, 100*time.Millisecond) })
+		}
 		if tm.Dir != "" {
 			sup, src := pcfg.Supervisor, opts.Memory.Source
-			go func() {
-				defer close(followed)
-				followTasksLimit(gctx, mem.gov, src, sup.SetTaskMemoryLimit, tasksLimitInterval)
-			}()
-		} else {
-			close(followed)
+			wg.Go(func() { followTasksLimit(gctx, mem.gov, src, sup.SetTaskMemoryLimit, tasksLimitInterval) })
 		}
-		done := make(chan struct{})
-		go func() { defer close(done); mem.gov.Run(gctx) }()
-		traced := make(chan struct{})
-		if opts.Trace != nil {
-			go func() { defer close(traced); mem.traceMemory(gctx, 100*time.Millisecond) }()
-		} else {
-			close(traced)
-		}
-		stopGov = func() { cancel(); <-done; <-traced; <-followed }
+		stopGov = func() { cancel(); wg.Wait() }
 	}
 	b := &build{
 		opts:    opts,
