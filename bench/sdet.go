@@ -87,6 +87,18 @@ type SDETPoint struct {
 	// where the process's CPU clock cannot be read.
 	BaselineSelfMS  float64 `json:"baseline_self_ms"`
 	NumastealSelfMS float64 `json:"numasteal_self_ms"`
+	// BaselineChildrenMS and NumastealChildrenMS are the CPU time of the
+	// commands (this process's reaped children and their descendants) per
+	// finished script, in milliseconds, over every repetition; 0 where it
+	// cannot be read.
+	BaselineChildrenMS  float64 `json:"baseline_children_ms"`
+	NumastealChildrenMS float64 `json:"numasteal_children_ms"`
+	// BaselineIdlePct and NumastealIdlePct are the share of the machine's
+	// CPU time that was idle (or waiting for I/O) while each contender
+	// ran, in percent, over every repetition; 0 where /proc/stat cannot
+	// be read.
+	BaselineIdlePct  float64 `json:"baseline_idle_pct"`
+	NumastealIdlePct float64 `json:"numasteal_idle_pct"`
 	// Commands is each command of the script, in order, with its mean
 	// wall time under each contender (from the call to its result, over
 	// every run of it in every repetition): where a difference in
@@ -102,18 +114,34 @@ type SDETCommand struct {
 }
 
 // sdetTimes sums the wall time of each command of the script and counts
-// its runs, and sums the process's own CPU time over the measurements and
-// the scripts they finished.
+// its runs, and sums over the measurements the process's own CPU time,
+// its children's and the scripts they finished, and the machine's CPU
+// time and the idle part of it.
 type sdetTimes struct {
-	ns, runs      [len(sdetScript)]atomic.Int64
-	self, scripts atomic.Int64
+	ns, runs                [len(sdetScript)]atomic.Int64
+	self, children, scripts atomic.Int64
+	cpuS, idleS             float64 // by sdetMeasure, which runs one at a time
 }
 
 // selfMS returns the process's own CPU time per finished script in
 // milliseconds.
-func (t *sdetTimes) selfMS() float64 {
+func (t *sdetTimes) selfMS() float64 { return t.perScriptMS(&t.self) }
+
+// childrenMS returns the commands' CPU time per finished script in
+// milliseconds.
+func (t *sdetTimes) childrenMS() float64 { return t.perScriptMS(&t.children) }
+
+func (t *sdetTimes) perScriptMS(ns *atomic.Int64) float64 {
 	if n := t.scripts.Load(); n > 0 {
-		return float64(t.self.Load()) / float64(n) / 1e6
+		return float64(ns.Load()) / float64(n) / 1e6
+	}
+	return 0
+}
+
+// idlePct returns the idle share of the machine's CPU time in percent.
+func (t *sdetTimes) idlePct() float64 {
+	if t.cpuS > 0 {
+		return 100 * t.idleS / t.cpuS
 	}
 	return 0
 }
@@ -224,6 +252,8 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 		p.NumastealPerHour, p.NumastealStdPerHour = meanStd(ns)
 		p.Pct, p.PctMin, p.PctMax = median(pct), slices.Min(pct), slices.Max(pct)
 		p.BaselineSelfMS, p.NumastealSelfMS = baseTimes.selfMS(), nsTimes.selfMS()
+		p.BaselineChildrenMS, p.NumastealChildrenMS = baseTimes.childrenMS(), nsTimes.childrenMS()
+		p.BaselineIdlePct, p.NumastealIdlePct = baseTimes.idlePct(), nsTimes.idlePct()
 		for i, args := range sdetScript {
 			p.Commands = append(p.Commands, SDETCommand{Command: shellJoin(args), BaselineUS: baseTimes.mean(i), NumastealUS: nsTimes.mean(i)})
 		}
@@ -269,7 +299,8 @@ func execRun(ctx context.Context, args []string, dir string) error {
 // sdetMeasure runs n scripts concurrently, each in its directory, starting
 // new scripts until d has passed, and returns finished scripts per hour
 // over the time until the last one ended; it adds each command's wall
-// time, the process's own CPU time and the scripts finished to times.
+// time, the process's own and its children's CPU time, the machine's CPU
+// time and idle time and the scripts finished to times.
 func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run func(context.Context, []string, string) error, times *sdetTimes) (float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -280,6 +311,8 @@ func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run
 		firstErr error
 	)
 	cpu0, cpuOK := processCPU()
+	kids0, kidsOK := childrenCPU()
+	total0, idle0, machineOK := machineCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	for i := range n {
@@ -308,11 +341,20 @@ func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	perHour := float64(finished.Load()) / time.Since(start).Hours()
+	// Each figure is taken only where every one can be read, so that they
+	// all divide by the same scripts.
+	cpu1, ok1 := processCPU()
+	kids1, ok2 := childrenCPU()
+	total1, idle1, ok3 := machineCPU()
+	if cpuOK && kidsOK && machineOK && ok1 && ok2 && ok3 {
 		times.self.Add(int64(cpu1 - cpu0))
+		times.children.Add(int64(kids1 - kids0))
+		times.cpuS += total1 - total0
+		times.idleS += idle1 - idle0
 		times.scripts.Add(finished.Load())
 	}
-	return float64(finished.Load()) / time.Since(start).Hours(), nil
+	return perHour, nil
 }
 
 // sdetDirs makes one directory per script with its input files.

@@ -31,8 +31,10 @@ func WriteSDETTable(w io.Writer, r *SDETResult) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "\nthis process's own CPU per finished script, ms: baseline / numasteal\n")
+	fmt.Fprintf(w, "\nCPU per finished script, ms, and the machine's idle share: baseline / numasteal\n")
+	fmt.Fprintf(w, "%5s %17s %17s %17s\n", "N", "this process", "its commands", "idle")
 	for _, p := range r.Points {
-		fmt.Fprintf(w, "%5d %.2f / %.2f\n", p.N, p.BaselineSelfMS, p.NumastealSelfMS)
+		fmt.Fprintf(w, "%5d %7.2f / %7.2f %7.2f / %7.2f %6.1f%% / %5.1f%%\n", p.N, p.BaselineSelfMS, p.NumastealSelfMS,
+			p.BaselineChildrenMS, p.NumastealChildrenMS, p.BaselineIdlePct, p.NumastealIdlePct)
 	}
 }

@@ -35,6 +35,12 @@ func TestSDETTiny(t *testing.T) {
 		if _, ok := processCPU(); ok && (p.BaselineSelfMS <= 0 || p.NumastealSelfMS <= 0) {
 			t.Errorf("N=%d: own CPU per script %.3f / %.3f ms, want positive for both", p.N, p.BaselineSelfMS, p.NumastealSelfMS)
 		}
+		if _, ok := childrenCPU(); ok && (p.BaselineChildrenMS <= 0 || p.NumastealChildrenMS <= 0) {
+			t.Errorf("N=%d: commands' CPU per script %.3f / %.3f ms, want positive for both", p.N, p.BaselineChildrenMS, p.NumastealChildrenMS)
+		}
+		if p.BaselineIdlePct < 0 || p.BaselineIdlePct > 100 || p.NumastealIdlePct < 0 || p.NumastealIdlePct > 100 {
+			t.Errorf("N=%d: idle %.1f%% / %.1f%%, want 0–100", p.N, p.BaselineIdlePct, p.NumastealIdlePct)
+		}
 		if len(p.Commands) != len(sdetScript) {
 			t.Fatalf("N=%d: %d commands timed, want the script's %d", p.N, len(p.Commands), len(sdetScript))
 		}
