@@ -211,9 +211,12 @@
 // in poll(2) on the child's pidfd, and the child's exit wakes it, as
 // make's waitpid does (Go leaves the P of a thread in a system call alone
 // while another P is idle). It narrows its own thread's mask for a placed
-// fork and restores it right after (a sched_setaffinity each, and a
-// migration when the CPU is another), and takes a memory policy to a kept
-// thread. A goroutine that waits for its child anyway (a process task's)
+// fork and keeps it narrowed while it waits (a sleeping thread's mask
+// costs nothing), so that the child's exit wakes it on the CPU the child
+// leaves free rather than on one another command runs on; the reap, and
+// whatever its goroutine starts next, run there. The mask is restored when
+// Task.Monitor returns (a sched_setaffinity each, and a migration when the
+// CPU is another). It takes a memory policy to a kept thread. A goroutine that waits for its child anyway (a process task's)
 // pays for the lock only if it blocks in Go's scheduler before the reap:
 // its thread then parks and hands its P on.
 //

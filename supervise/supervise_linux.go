@@ -250,11 +250,11 @@ func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *aff
 // goroutine is locked to its thread (runtime.LockOSThread) from the fork
 // until Task.Monitor returns, so that the thread, whose exit would send
 // the child its Pdeathsig, lives at least as long as the child. For a
-// placement the thread's CPU mask is narrowed to p's CPUs for the fork and
-// restored right after (the child keeps the narrow one). The same
-// goroutine must then call Task.Monitor, which waits for the child's exit
-// in a system call of this thread (poll(2) on a pidfd), so the exit wakes
-// this thread and no other. A task process's goroutine does it all: no
+// placement the thread's CPU mask is narrowed to p's CPUs for the fork
+// (the child inherits it) and stays so until Task.Monitor returns. The
+// same goroutine must then call Task.Monitor, which waits for the child's
+// exit in a system call of this thread (poll(2) on a pidfd), so the exit
+// wakes this thread and no other, on the CPUs the child leaves free. A task process's goroutine does it all: no
 // hand-off to another thread or goroutine between deciding to run a
 // command, forking it, and reaping it, as with make.
 //
@@ -352,11 +352,12 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 	s.forkMu.RLock()
 	s.forksInFlight.Add(1)
 	var (
-		err    error
-		inside bool // the child was born in the tasks' memory cgroup
+		err     error
+		inside  bool   // the child was born in the tasks' memory cgroup
+		restore func() // puts the thread's CPU mask back; nil: unchanged
 	)
 	if mode == here {
-		inside, err = s.startHere(cmd, place)
+		inside, restore, err = s.startHere(cmd, place)
 	} else {
 		inside, err = s.forker.start(cmd, place)
 	}
@@ -401,6 +402,9 @@ func (s *Supervisor) start(ctx context.Context, cmd *exec.Cmd, place *affinity.P
 		}
 		t.monitor = func() {
 			s.monitor(ctx, t)
+			if restore != nil {
+				restore()
+			}
 			runtime.UnlockOSThread() // the child is reaped
 		}
 	}
@@ -451,51 +455,63 @@ func (s *Supervisor) raiseOOMScore(pid int) {
 // cgroup again stays locked for good, so that the runtime ends it with
 // its goroutine instead of running other goroutines, and starting
 // threads, in the cgroup.
-func (s *Supervisor) startHere(cmd *exec.Cmd, place *affinity.Placement) (inside bool, err error) {
+func (s *Supervisor) startHere(cmd *exec.Cmd, place *affinity.Placement) (inside bool, restore func(), err error) {
 	if s.mem == nil || !s.mem.threadsMove() {
-		return false, startHere(cmd, place)
+		restore, err = startHere(cmd, place)
+		return false, restore, err
 	}
 	if unix.Gettid() == unix.Getpid() {
-		return s.forker.start(cmd, place)
+		inside, err = s.forker.start(cmd, place)
+		return inside, nil, err
 	}
 	if err := s.mem.enterThread(); err != nil {
-		return false, startHere(cmd, place)
+		restore, err = startHere(cmd, place)
+		return false, restore, err
 	}
-	err = startHere(cmd, place)
+	restore, err = startHere(cmd, place)
 	if lerr := s.mem.leaveThread(); lerr != nil {
 		runtime.LockOSThread()
 		s.log.Warn("supervise: a thread that started a task stays in the tasks' memory cgroup until its goroutine ends", zap.Error(lerr))
 	}
-	return err == nil, err
+	return err == nil, restore, err
 }
 
 // startHere starts cmd from the calling thread, which the caller has
-// locked, narrowed to place's CPUs for the fork when place is not nil and
-// the thread's mask is another set.
-func startHere(cmd *exec.Cmd, place *affinity.Placement) error {
+// locked, narrowed to place's CPUs when place is not nil and the thread's
+// mask is another set. The thread stays narrowed while the child runs, so
+// that the child's exit wakes its monitor on a CPU the child leaves free;
+// restore, not nil then, puts the mask back once the monitor is done
+// (it is called at once when the start fails).
+func startHere(cmd *exec.Cmd, place *affinity.Placement) (restore func(), err error) {
 	if place == nil {
-		return cmd.Start()
+		return nil, cmd.Start()
 	}
 	mask, err := affinity.Allowed()
 	if err != nil {
-		return fmt.Errorf("supervise: reading the thread's CPU mask: %w", err)
+		return nil, fmt.Errorf("supervise: reading the thread's CPU mask: %w", err)
 	}
 	if mask.Equal(place.CPUs) {
 		// The child inherits the placement as it is (a node that is the
 		// whole machine, a thread already on the CPU).
-		return cmd.Start()
+		return nil, cmd.Start()
 	}
 	if err := affinity.PinThread(place.CPUs); err != nil {
-		return fmt.Errorf("supervise: placing the child: %w", err)
+		return nil, fmt.Errorf("supervise: placing the child: %w", err)
 	}
 	err = cmd.Start()
-	if affinity.PinThread(mask) != nil {
-		// A thread that cannot be put back must not serve other
-		// goroutines: one more lock keeps it locked after the task's
-		// unlock, so the runtime ends it when its goroutine exits.
-		runtime.LockOSThread()
+	restore = func() {
+		if affinity.PinThread(mask) != nil {
+			// A thread that cannot be put back must not serve other
+			// goroutines: one more lock keeps it locked after the task's
+			// unlock, so the runtime ends it when its goroutine exits.
+			runtime.LockOSThread()
+		}
 	}
-	return err
+	if err != nil {
+		restore()
+		return nil, err
+	}
+	return restore, nil
 }
 
 // withoutMarker returns env without any MarkerEnv entry (a supervisor that

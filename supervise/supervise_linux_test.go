@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -695,8 +696,9 @@ func TestPdeathsigWithoutWatchdog(t *testing.T) {
 }
 
 // StartHere forks from the calling goroutine's thread: a placed child
-// starts with the placement's mask while the thread gets its own back;
-// the blocking wait of its Monitor ends when the child exits, and is
+// starts with the placement's mask, which the thread keeps until Monitor
+// returns and then gets its own back (at once when the start fails); the
+// blocking wait of its Monitor ends when the child exits, and is
 // interrupted by Terminate, Kill and the end of ctx, each with its cause.
 func TestStartHere(t *testing.T) {
 	all, err := affinity.Allowed()
@@ -704,6 +706,10 @@ func TestStartHere(t *testing.T) {
 		t.Skip(err)
 	}
 	modes(t, func(t *testing.T, o Options) {
+		// Locked here too, so that the thread the masks are read from
+		// stays this goroutine's after Monitor unlocks StartHere's lock.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		o.Subreaper = true
 		s := newSup(t, o)
 		dir := t.TempDir()
@@ -712,10 +718,13 @@ func TestStartHere(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := affinity.Allowed(); err != nil || !got.Equal(all) {
-			t.Errorf("the forking thread is allowed %s (%v) after the fork, want %s", got, err, all)
+		if got, err := affinity.Allowed(); err != nil || !got.Equal(one) {
+			t.Errorf("the forking thread is allowed %s (%v) while its child runs, want %s", got, err, one)
 		}
 		task.Monitor()
+		if got, err := affinity.Allowed(); err != nil || !got.Equal(all) {
+			t.Errorf("the forking thread is allowed %s (%v) after Monitor, want %s", got, err, all)
+		}
 		var ee *exec.ExitError
 		if err := task.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
 			t.Errorf("Wait: %v, want exit status 3", err)
@@ -769,6 +778,12 @@ func TestStartHere(t *testing.T) {
 		}
 		if _, err := s.StartHere(context.Background(), exec.Command("/nonexistent/program"), nil); err == nil {
 			t.Errorf("StartHere of a missing program: no error")
+		}
+		if _, err := s.StartHere(context.Background(), exec.Command("/nonexistent/program"), &affinity.Placement{CPUs: one}); err == nil {
+			t.Errorf("placed StartHere of a missing program: no error")
+		}
+		if got, err := affinity.Allowed(); err != nil || !got.Equal(all) {
+			t.Errorf("the forking thread is allowed %s (%v) after a failed placed start, want %s", got, err, all)
 		}
 	})
 }
