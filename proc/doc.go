@@ -23,7 +23,9 @@
 //     moment (pickCPU, from the CPU it runs on) and starts the command as
 //     a task of the runner's supervise.Supervisor from its own thread
 //     (supervise.StartHere), confined to that CPU (or its node) from its
-//     first instruction: the thread is narrowed to the set for the fork.
+//     first instruction: the thread is narrowed to the set for the fork,
+//     and stays so until the reap, so that the child's exit wakes it on
+//     the CPU the child frees and the next task's fork follows there.
 //     The thread stays locked to the goroutine until the child is reaped,
 //     so the child's Pdeathsig fires only if this process dies. The
 //     child's stdin is /dev/null, opened once per runner, and its stdout
