@@ -216,9 +216,10 @@
 // leaves free rather than on one another command runs on; the reap, and
 // whatever its goroutine starts next, run there. The mask is restored when
 // Task.Monitor returns (a sched_setaffinity each, and a migration when the
-// CPU is another). It takes a memory policy to a kept thread. A goroutine that waits for its child anyway (a process task's)
-// pays for the lock only if it blocks in Go's scheduler before the reap:
-// its thread then parks and hands its P on.
+// CPU is another). It takes a memory policy to a kept thread. A goroutine
+// that waits for its child anyway (a process task's) pays for the lock
+// only if it blocks in Go's scheduler before the reap: its thread then
+// parks and hands its P on.
 //
 // The watchdog. Pdeathsig does not reach grandchildren, nor remove temp
 // files, cgroup directories, or give back jobserver tokens. With

@@ -254,9 +254,10 @@ func (s *Supervisor) StartUnmonitored(ctx context.Context, cmd *exec.Cmd, p *aff
 // (the child inherits it) and stays so until Task.Monitor returns. The
 // same goroutine must then call Task.Monitor, which waits for the child's
 // exit in a system call of this thread (poll(2) on a pidfd), so the exit
-// wakes this thread and no other, on the CPUs the child leaves free. A task process's goroutine does it all: no
-// hand-off to another thread or goroutine between deciding to run a
-// command, forking it, and reaping it, as with make.
+// wakes this thread and no other, on the CPUs the child leaves free. A
+// task process's goroutine does it all: no hand-off to another thread or
+// goroutine between deciding to run a command, forking it, and reaping it,
+// as with make.
 //
 // A placement with a memory policy goes to a kept fork thread, as with
 // StartUnmonitored, and so does every start where pidfds do not work; so
