@@ -81,6 +81,9 @@ type SDETPoint struct {
 	Pct    float64 `json:"pct_of_baseline"`
 	PctMin float64 `json:"pct_min"`
 	PctMax float64 `json:"pct_max"`
+	// Pcts is each repetition's ratio, in order, so that repetitions of
+	// several runs can be pooled.
+	Pcts []float64 `json:"pcts"`
 	// BaselineSelfMS and NumastealSelfMS are the CPU time of this
 	// process's own threads (the contender's Go side, not its commands)
 	// per finished script, in milliseconds, over every repetition; 0
@@ -250,7 +253,7 @@ func RunSDET(ctx context.Context, o SDETOptions) (*SDETResult, error) {
 		p := SDETPoint{N: n}
 		p.BaselinePerHour, p.BaselineStdPerHour = meanStd(base)
 		p.NumastealPerHour, p.NumastealStdPerHour = meanStd(ns)
-		p.Pct, p.PctMin, p.PctMax = median(pct), slices.Min(pct), slices.Max(pct)
+		p.Pct, p.PctMin, p.PctMax, p.Pcts = median(pct), slices.Min(pct), slices.Max(pct), pct
 		p.BaselineSelfMS, p.NumastealSelfMS = baseTimes.selfMS(), nsTimes.selfMS()
 		p.BaselineChildrenMS, p.NumastealChildrenMS = baseTimes.childrenMS(), nsTimes.childrenMS()
 		p.BaselineIdlePct, p.NumastealIdlePct = baseTimes.idlePct(), nsTimes.idlePct()

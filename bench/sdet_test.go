@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ func TestSDETTiny(t *testing.T) {
 	for _, p := range r.Points {
 		if p.BaselinePerHour <= 0 || p.NumastealPerHour <= 0 || p.Pct <= 0 {
 			t.Errorf("N=%d: %+v, want positive throughputs", p.N, p)
+		}
+		if len(p.Pcts) != 2 || slices.Min(p.Pcts) != p.PctMin || slices.Max(p.Pcts) != p.PctMax {
+			t.Errorf("N=%d: repetitions' ratios %v, want 2 between %.1f and %.1f", p.N, p.Pcts, p.PctMin, p.PctMax)
 		}
 		if _, ok := processCPU(); ok && (p.BaselineSelfMS <= 0 || p.NumastealSelfMS <= 0) {
 			t.Errorf("N=%d: own CPU per script %.3f / %.3f ms, want positive for both", p.N, p.BaselineSelfMS, p.NumastealSelfMS)
