@@ -90,12 +90,10 @@ type Config struct {
 	// orphan of any child comes here), so only a program that runs all its
 	// children through runners, like `numasteal run`, should set it. It
 	// applies to the runner's own Supervisor (Supervisor nil). Where the
-	// Supervisor has no cgroup per task (cgroup v2 not writable here), it
-	// is also what spares the end of every task a scan of /proc for what
-	// the task left behind (supervise's doc, "Ending a task"), a scan
-	// that grows with the processes on the machine: SDET's scripts, seven
-	// commands each at N = 8, cost this process 15.0 ms of CPU a script
-	// without a cgroup or Subreaper against 3.7 ms with either.
+	// Supervisor has no cgroup per task (supervise.Mechanisms says why),
+	// it is also what spares the end of every task a scan of /proc for
+	// what the task left behind, a scan that grows with the processes on
+	// the machine (supervise's doc, "Ending a task").
 	Subreaper bool
 	// Supervisor, when not nil, starts and ends every process of the
 	// runner (package supervise: process groups, the environment marker,
