@@ -117,26 +117,28 @@ type SDETCommand struct {
 }
 
 // sdetTimes sums the wall time of each command of the script and counts
-// its runs, and sums over the measurements the process's own CPU time,
-// its children's and the scripts they finished, and the machine's CPU
-// time and the idle part of it.
+// its runs (the scripts' goroutines add them), and sums over the
+// measurements the process's own CPU time, its children's and the scripts
+// they finished, and the machine's CPU time and the idle part of it
+// (sdetMeasure adds them once its goroutines are done).
 type sdetTimes struct {
-	ns, runs                [len(sdetScript)]atomic.Int64
-	self, children, scripts atomic.Int64
-	cpuS, idleS             float64 // by sdetMeasure, which runs one at a time
+	ns, runs       [len(sdetScript)]atomic.Int64
+	self, children time.Duration
+	scripts        int64
+	cpuS, idleS    float64
 }
 
 // selfMS returns the process's own CPU time per finished script in
 // milliseconds.
-func (t *sdetTimes) selfMS() float64 { return t.perScriptMS(&t.self) }
+func (t *sdetTimes) selfMS() float64 { return t.perScriptMS(t.self) }
 
 // childrenMS returns the commands' CPU time per finished script in
 // milliseconds.
-func (t *sdetTimes) childrenMS() float64 { return t.perScriptMS(&t.children) }
+func (t *sdetTimes) childrenMS() float64 { return t.perScriptMS(t.children) }
 
-func (t *sdetTimes) perScriptMS(ns *atomic.Int64) float64 {
-	if n := t.scripts.Load(); n > 0 {
-		return float64(ns.Load()) / float64(n) / 1e6
+func (t *sdetTimes) perScriptMS(d time.Duration) float64 {
+	if t.scripts > 0 {
+		return float64(d) / float64(t.scripts) / 1e6
 	}
 	return 0
 }
@@ -351,11 +353,11 @@ func sdetMeasure(ctx context.Context, n int, d time.Duration, dirs []string, run
 	kids1, ok2 := childrenCPU()
 	total1, idle1, ok3 := machineCPU()
 	if cpuOK && kidsOK && machineOK && ok1 && ok2 && ok3 {
-		times.self.Add(int64(cpu1 - cpu0))
-		times.children.Add(int64(kids1 - kids0))
+		times.self += cpu1 - cpu0
+		times.children += kids1 - kids0
 		times.cpuS += total1 - total0
 		times.idleS += idle1 - idle0
-		times.scripts.Add(finished.Load())
+		times.scripts += finished.Load()
 	}
 	return perHour, nil
 }

@@ -4,8 +4,10 @@ import goruntime "runtime"
 
 // SpareProcs raises GOMAXPROCS by slots, the number of processes a
 // program's runners run at once, up to doubling it, and returns the func
-// that puts it back. Call it once per program, around the time its
-// runners run (numasteal run does).
+// that puts it back. Call it around the time the runners run, not once
+// per runner: numasteal run calls it once, bench sdet around each
+// measurement of its runner. Each call and restore changes GOMAXPROCS,
+// which stops the world.
 //
 // A process task's goroutine waits for its child in a system call that
 // keeps its P (the life of a process task, step 3). While every P is so
