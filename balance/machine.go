@@ -138,9 +138,6 @@ func (m *machine) pos(cpu int) int {
 	return int(m.index[cpu])
 }
 
-// nodeOf returns the node of a bound CPU.
-func (m *machine) nodeOf(cpu int) int { return m.node[m.index[cpu]] }
-
 // levelOf returns the depth of the innermost step of thief (a position)
 // whose span holds cpu.
 func (m *machine) levelOf(thief, cpu int) int {

@@ -46,7 +46,6 @@ type worker struct {
 	spinning  bool     // counted in rt.sched's spinning half
 	tick      uint32   // tasks run, for the inbox fairness check
 	lifoRuns  int      // consecutive tasks taken from the LIFO slot
-	rng       uint64   // xorshift state for victim order
 	free      []*Task  // recycled runtime-owned tasks
 	cnt       counters // plain counters, folded into tot
 	sinceFold int
@@ -116,7 +115,6 @@ func newWorker(rt *Runtime, id, cpu, node int) *worker {
 		dq:       deque.New[Task](),
 		home:     make(chan bool, 1),
 		lentWake: make(chan bool, 1),
-		rng:      uint64(id)*0x9E3779B97F4A7C15 + 1,
 
 		clockEvery: 1,
 	}
@@ -352,14 +350,6 @@ func (w *worker) freeTask(t *Task) {
 		*t = Task{pooled: true}
 		w.free = append(w.free, t)
 	}
-}
-
-// rand returns a pseudo-random number (xorshift64*). Owner only.
-func (w *worker) rand() uint64 {
-	w.rng ^= w.rng >> 12
-	w.rng ^= w.rng << 25
-	w.rng ^= w.rng >> 27
-	return w.rng * 2685821657736338717
 }
 
 // steal looks for work in other workers, in the order the balancing
