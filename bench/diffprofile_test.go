@@ -19,7 +19,7 @@ func (p *pb) varint(x uint64) {
 	}
 	p.b = append(p.b, byte(x))
 }
-func (p *pb) uint(field int, x uint64) { p.varint(uint64(field)<<3 | 0); p.varint(x) }
+func (p *pb) uint(field int, x uint64) { p.varint(uint64(field) << 3); p.varint(x) } // wire type 0
 func (p *pb) bytes(field int, b []byte) {
 	p.varint(uint64(field)<<3 | 2)
 	p.varint(uint64(len(b)))

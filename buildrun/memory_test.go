@@ -163,10 +163,7 @@ func TestMemoryBudgetSerializes(t *testing.T) {
 	}
 	// The bigs, one at a time, in the order handed out (tasks admitted
 	// together may fork in any order).
-	var byStart []TaskResult
-	for _, tr := range rep.Tasks {
-		byStart = append(byStart, tr)
-	}
+	byStart := slices.Clone(rep.Tasks)
 	slices.SortFunc(byStart, func(a, b TaskResult) int { return a.Proc.Start.Compare(b.Proc.Start) })
 	isBig := func(id string) bool { return strings.HasPrefix(id, "big") }
 	var started []string

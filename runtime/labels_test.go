@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	goruntime "runtime"
 	"runtime/pprof"
 	"testing"
 	"time"
@@ -80,6 +81,7 @@ func burnFor(d time.Duration) int {
 			n ^= i
 		}
 	}
+	goruntime.KeepAlive(n) // callers drop the result: the loop must stay
 	return n
 }
 
