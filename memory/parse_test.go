@@ -187,7 +187,8 @@ func FuzzParseKeyed(f *testing.F) {
 		if err != nil && !errors.Is(err, ErrSyntax) || v < 0 || (!ok && v != 0) {
 			t.Fatalf("parseKeyed(%q, %q, %d) = %d, %v, %v", b, key, n, v, ok, err)
 		}
-		if !ok { // found: key is one whole field of a line, so no space in it
+		// A key found is one whole field of a line: not empty, no space.
+		if !ok {
 			return
 		}
 		line := strings.Repeat("x ", n) + key + " " + fmt.Sprint(v) + "\n"
