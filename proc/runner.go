@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -353,6 +354,19 @@ func (r *Runner) Close() error {
 	return nil
 }
 
+// handOverYield is how old the scheduling slice that comes with a task's
+// slots may be before the task yields (runtime.Gosched) ahead of its
+// fork. A release wakes the first waiter onto the releasing goroutine's P
+// as the next goroutine it runs, and such a goroutine runs on what is left
+// of the time slice of the one before it (Go's runnext). A chain of tasks,
+// each granted by the one before, so runs on one slice however many tasks
+// it holds; once that slice is 10 ms old Go's sysmon takes the P from the
+// thread that sleeps in poll(2) for its child (supervise.StartHere) and
+// polls every 20 µs for a millisecond or more after. A yield starts a new
+// slice; it costs the wake-up of an idle thread. A task whose own wait is
+// longer than 10 ms loses its P to sysmon regardless.
+const handOverYield = 4 * time.Millisecond
+
 // run is the goroutine of one process task: admission, fork, wait.
 func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *Process) {
 	defer r.wg.Done()
@@ -375,7 +389,16 @@ func (r *Runner) run(ctx context.Context, cmd Command, n int, w *slotWaiter, p *
 		}
 		return
 	}
-	defer r.slots.release(n)
+	slice := w.slice
+	if now := time.Now(); slice.IsZero() {
+		slice = now
+	} else if now.Sub(slice) >= handOverYield {
+		// Before the fork, where this goroutine's thread is not locked:
+		// see handOverYield.
+		goruntime.Gosched()
+		slice = time.Now()
+	}
+	defer r.slots.release(n, slice)
 	// A slot freed by Close killing a running process must not start a
 	// queued one: Close cancels r.ctx before it kills anything, but the
 	// AfterFunc above cancels tctx from another goroutine, possibly later.

@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // slotSem is the counting semaphore of running-process slots: a process
@@ -23,6 +24,10 @@ type slotWaiter struct {
 	n       int
 	ready   chan struct{} // closed when granted
 	granted bool          // guarded by slotSem.mu
+	// slice is when the scheduling slice the grant hands on began: the
+	// releaser's (handOverYield), zero for a grant at enqueue or by a
+	// waiter leaving. Set before ready is closed.
+	slice time.Time
 }
 
 func newSlotSem(size int) *slotSem { return &slotSem{size: size, free: size} }
@@ -59,7 +64,7 @@ func (s *slotSem) wait(ctx context.Context, w *slotWaiter) error {
 	s.mu.Lock()
 	if w.granted {
 		s.mu.Unlock()
-		s.release(w.n)
+		s.release(w.n, time.Time{})
 	} else {
 		for i, v := range s.waiters {
 			if v == w {
@@ -68,27 +73,30 @@ func (s *slotSem) wait(ctx context.Context, w *slotWaiter) error {
 			}
 		}
 		// Leaving may unblock the waiters behind us.
-		s.grantLocked()
+		s.grantLocked(time.Time{})
 		s.mu.Unlock()
 	}
 	return context.Cause(ctx)
 }
 
-// release returns n slots and grants queued waiters in order.
-func (s *slotSem) release(n int) {
+// release returns n slots and grants queued waiters in order, handing on
+// slice, when the releasing goroutine's scheduling slice began.
+func (s *slotSem) release(n int, slice time.Time) {
 	s.mu.Lock()
 	s.free += n
-	s.grantLocked()
+	s.grantLocked(slice)
 	s.mu.Unlock()
 }
 
-// grantLocked grants the head of the queue while it fits. s.mu held.
-func (s *slotSem) grantLocked() {
+// grantLocked grants the head of the queue while it fits, handing each
+// grant slice. s.mu held.
+func (s *slotSem) grantLocked(slice time.Time) {
 	for len(s.waiters) > 0 && s.free >= s.waiters[0].n {
 		w := s.waiters[0]
 		s.waiters = s.waiters[1:]
 		s.free -= w.n
 		w.granted = true
+		w.slice = slice
 		close(w.ready)
 	}
 }

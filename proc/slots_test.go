@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 func granted(w *slotWaiter) bool {
@@ -39,8 +40,8 @@ func TestSlotSem(t *testing.T) {
 		t.Fatalf("after big left: small granted %v, used %d", granted(small), s.used())
 	}
 
-	s.release(1) // a
-	s.release(1) // small
+	s.release(1, time.Time{}) // a
+	s.release(1, time.Time{}) // small
 	if s.used() != 0 {
 		t.Fatalf("used %d after releasing all", s.used())
 	}
@@ -52,9 +53,29 @@ func TestSlotSem(t *testing.T) {
 	}
 	if err := s.wait(ctx, w); err == nil {
 		// select may pick ready; then the caller owns the slots.
-		s.release(2)
+		s.release(2, time.Time{})
 	}
 	if s.used() != 0 {
 		t.Fatalf("used %d after a canceled grant", s.used())
+	}
+}
+
+// A grant by a release carries the releaser's slice start to the waiter
+// (handOverYield); a grant at enqueue carries none.
+func TestSlotSemHandsOnSlice(t *testing.T) {
+	s := newSlotSem(1)
+	a := s.enqueue(1)
+	if !granted(a) || !a.slice.IsZero() {
+		t.Fatalf("grant at enqueue: granted %v, slice %v; want granted, zero slice", granted(a), a.slice)
+	}
+	b := s.enqueue(1)
+	start := time.Now().Add(-time.Second)
+	s.release(1, start)
+	if !granted(b) || !b.slice.Equal(start) {
+		t.Fatalf("grant by release: granted %v, slice %v; want granted, %v", granted(b), b.slice, start)
+	}
+	s.release(1, time.Time{})
+	if s.used() != 0 {
+		t.Fatalf("used %d after releasing all", s.used())
 	}
 }
