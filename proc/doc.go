@@ -17,8 +17,12 @@
 //  1. Admission. Start (or Queue) queues the request for its slots
 //     (slotSem) at once, so requests are served in the order they were
 //     made. Slots bound how many processes run at once; they are not
-//     workers, so a worker never sits blocked on a child. Config.Admit is
-//     passed next.
+//     workers, so a worker never sits blocked on a child. A task granted
+//     its slots by another's release runs next on that one's P, on what
+//     is left of its time slice, and yields once before its fork when
+//     that slice is 4 ms old (handOverYield): a chain of short tasks
+//     does not run on one slice until Go's sysmon takes its P (step 3).
+//     Config.Admit is passed next.
 //  2. Fork. The task's own goroutine, not a worker, picks the CPU at that
 //     moment (pickCPU, from the CPU it runs on) and starts the command as
 //     a task of the runner's supervise.Supervisor from its own thread
