@@ -173,8 +173,16 @@ func forksOutOfOrder() {
 
 // promote pushes w's oldest remembered fork onto its deque if the deque
 // is empty, and notifies like any push (park.go, step 1), unless the
-// back-off has it let this fork pass (tookBack). Owner only.
+// back-off has it let this fork pass (tookBack) or w is the runtime's
+// only worker (alone). A lone worker's counts can say that a worker
+// spins while it runs a task: a producer that claimed the spinning slot
+// to wake it (notify) holds it until it finds the idle stack empty, which
+// it is when an outside waiter borrowed the worker meanwhile (lend.go),
+// and nobody could take a fork promoted then. Owner only.
 func (w *worker) promote() {
+	if w.alone {
+		return
+	}
 	if w.promoteSkip > 0 {
 		w.promoteSkip--
 		return

@@ -140,14 +140,17 @@ func TestPanicUnwindsToOutermostJoin(t *testing.T) {
 }
 
 // TestPromoteBackoff checks promote's back-off on a one-worker runtime,
-// driving the worker's fork list by hand: each promotion taken back
-// doubles the number of forks that pass unpromoted, up to the bound; a
-// promotion lost to a thief ends the back-off, and so does the start of
-// a task; a skipped fork pushes nothing.
+// driving the worker's fork list by hand (and promoting as if another
+// worker could take the fork): each promotion taken back doubles the
+// number of forks that pass unpromoted, up to the bound; a promotion lost
+// to a thief ends the back-off, and so does the start of a task; a
+// skipped fork pushes nothing.
 func TestPromoteBackoff(t *testing.T) {
 	rt := newTestRuntime(t, Config{Workers: 1, promoteBackoff: 20})
 	err := rt.Go(context.Background(), func(c *Ctx) error {
 		w := c.w
+		w.alone = false
+		defer func() { w.alone = true }()
 		for i, want := range []int{1, 3, 7, 15, 20, 20} {
 			w.tookBack()
 			if w.promoteSkip != want || w.promoteBackoff != want {

@@ -127,6 +127,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	for _, w := range rt.workers {
 		w.cnt.stolenFromBy = make([]uint32, len(rt.workers))
+		w.alone = len(rt.workers) == 1
 	}
 	rt.idle.init(len(rt.workers))
 	if err := rt.initPolicy(); err != nil {

@@ -82,6 +82,9 @@ type worker struct {
 	// what the next promotion taken back by its own join sets it to
 	// (promote.go's back-off).
 	promoteSkip, promoteBackoff int
+	// alone: w is the runtime's only worker, so nobody could take a fork
+	// it promotes (promote).
+	alone bool
 
 	// The coarse clock and periodic balancing (periodic.go).
 	now        int64 // ns since the runtime started, as of the last clock read
