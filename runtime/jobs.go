@@ -210,9 +210,8 @@ func (j *job[A, R]) joinRest(c *Ctx, errA error) error {
 
 // joinSlow is Join when its fast path does not apply: the outermost Join
 // of a task, or a position whose slot past the end of w's list holds no
-// job of js. It puts w's job for that position there, then forks and
-// joins in joinGuarded for the outermost, or joins again, now on the fast
-// path.
+// job of js. It puts w's job for that position there and joins again, now
+// on the fast path, through joinGuarded for the outermost.
 func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
 	k := w.nforks
@@ -229,18 +228,15 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 		w.forks = append(w.forks, &j.t) // k == len(w.forks)
 	}
 	if !w.guarded {
-		return js.joinGuarded(c, j, a, b)
+		return js.joinGuarded(c, a, b)
 	}
 	return js.Join(c, a, b)
 }
 
-// joinGuarded is the outermost Join of a task, called with its job j in
-// place at the end of w's list: the fork and join of Join's fast path,
-// written out here rather than reached through a second call of Join (a
-// loop of Joins in a task's body makes every one of them the outermost),
-// under a deferred recover of a panic in it or in any Join below it (see
-// Ctx.Join).
-func (js *Jobs[A, R]) joinGuarded(c *Ctx, j *job[A, R], a, b A) (ra, rb R, err error) {
+// joinGuarded is Join for the outermost Join of a task, called with its
+// job in place for the fast path: it recovers a panic in it or in any
+// Join below it (see Ctx.Join).
+func (js *Jobs[A, R]) joinGuarded(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
 	base := w.nforks
 	w.guarded = true
@@ -251,22 +247,7 @@ func (js *Jobs[A, R]) joinGuarded(c *Ctx, j *job[A, R], a, b A) (ra, rb R, err e
 		}
 		w.unguard()
 	}()
-	w.nforks = base + 1
-	j.arg = b // its group is set if it is promoted (promote)
-	w.cnt.forks++
-	if w.rt.sched.v.Load() != 0 { // offer, as in Join
-		w.promote()
-	}
-	ra, err = js.fn(c, a)
-	if w.nforks == base+1 && err == nil && base >= w.forkBase {
-		w.nforks = base
-		rb, err = js.fn(c, b)
-	} else {
-		err = j.joinRest(c, err)
-		rb = j.res
-		var zeroR R
-		j.res = zeroR
-	}
+	ra, rb, err = js.Join(c, a, b)
 	done = true
 	return ra, rb, err
 }

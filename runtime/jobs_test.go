@@ -144,11 +144,12 @@ func TestJobsJoinErrors(t *testing.T) {
 }
 
 // A loop of Jobs.Joins in one task's body makes each Join its task's
-// outermost, which forks and joins on its own path (joinGuarded): on 16
-// virtual workers with thieves and on one worker, every half runs once,
-// each Join returns both results, or the error of the half that failed,
-// or the panic of the half that panicked as a *PanicError while the loop
-// goes on, and no fork is left remembered or guarded after Close.
+// outermost, which sets up its guard (joinGuarded) and then joins on the
+// fast path: on 16 virtual workers with thieves and on one worker, every
+// half runs once, each Join returns both results, or the error of the
+// half that failed, or the panic of the half that panicked as a
+// *PanicError while the loop goes on, and no fork is left remembered or
+// guarded after Close.
 func TestJobsOutermostLoop(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, rt := range []*Runtime{virtualRuntime(t, "16amd64-8n2c"), newTestRuntime(t, Config{Workers: 1})} {
