@@ -180,14 +180,11 @@ func forksOutOfOrder() {
 // it is when an outside waiter borrowed the worker meanwhile (lend.go),
 // and nobody could take a fork promoted then. Owner only.
 func (w *worker) promote() {
-	if w.alone {
-		return
-	}
 	if w.promoteSkip > 0 {
 		w.promoteSkip--
 		return
 	}
-	if w.forkBase == w.nforks || w.stealQ.Len() != 0 {
+	if w.forkBase == w.nforks || w.stealQ.Len() != 0 || w.alone {
 		return
 	}
 	t := w.forks[w.forkBase]

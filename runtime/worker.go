@@ -83,7 +83,8 @@ type worker struct {
 	// (promote.go's back-off).
 	promoteSkip, promoteBackoff int
 	// alone: w is the runtime's only worker, so nobody could take a fork
-	// it promotes (promote).
+	// it promotes (promote). A field rather than len(rt.workers) == 1 so
+	// that TestPromoteBackoff can drive promote on one worker.
 	alone bool
 
 	// The coarse clock and periodic balancing (periodic.go).
