@@ -85,7 +85,7 @@ func (j *job[A, R]) runJob(c *Ctx) error {
 func (j *job[A, R]) release(*worker) {
 	var zeroA A
 	var zeroR R
-	j.arg, j.res, j.t.group, j.t.err, j.t.joiner = zeroA, zeroR, nil, nil, nil
+	j.arg, j.res, j.t.group, j.t.err, j.t.joiner, j.t.panicked = zeroA, zeroR, nil, nil, nil, false
 }
 
 // detach gives j's slot in w's frames to a new job, for a promoted j
@@ -129,10 +129,9 @@ func (js *Jobs[A, R]) newFrame(w *worker, k int) *job[A, R] {
 
 // Join runs fn(c, a) and fn(c, b), potentially in parallel, exactly as
 // Ctx.Join does, and returns both results and the first error. A panic in
-// either half, or anywhere below it, unwinds to the outermost Join of the
-// running task, which returns it as a *PanicError (and zero results) once
-// every fork on the way has been joined; see Ctx.Join. c must be the Ctx
-// of a task of the same runtime.
+// either half, or anywhere below it, ends the running task with it as a
+// *PanicError once every fork on the way has been joined; see Ctx.Join.
+// c must be the Ctx of a task of the same runtime.
 //
 //go:nosplit
 func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
@@ -145,10 +144,8 @@ func (js *Jobs[A, R]) Join(c *Ctx, a, b A) (ra, rb R, err error) {
 	//
 	// The fast path: the job the last fork at this position of w's list
 	// left in the slot past the list's end is this Jobs' (jobFrames).
-	// Such a job is there only while a guard is on the stack (unguard),
-	// so the fast path need not look at w.guarded. The fork and join are
-	// Ctx.Join's, written out; no defer: the outermost Join's recovers
-	// for every Join below it.
+	// The fork and join are Ctx.Join's, written out; no defer: the
+	// task's recovers for every Join in it (Ctx.Join's Panics).
 	w := c.w
 	k := w.nforks
 	if uint(k) < uint(len(w.forks)) { // unsigned: one check for the index too
@@ -208,10 +205,10 @@ func (j *job[A, R]) joinRest(c *Ctx, errA error) error {
 	return firstErr(errA, err)
 }
 
-// joinSlow is Join when its fast path does not apply: the outermost Join
-// of a task, or a position whose slot past the end of w's list holds no
-// job of js. It puts w's job for that position there and joins again, now
-// on the fast path, through joinGuarded for the outermost.
+// joinSlow is Join when its fast path does not apply: the slot past the
+// end of w's list holds no job of js (the first Join of js at that
+// position, or something else forked there since). It puts w's job for
+// that position there and joins again, now on the fast path.
 func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	w := c.w
 	k := w.nforks
@@ -227,29 +224,7 @@ func (js *Jobs[A, R]) joinSlow(c *Ctx, a, b A) (ra, rb R, err error) {
 	} else {
 		w.forks = append(w.forks, &j.t) // k == len(w.forks)
 	}
-	if !w.guarded {
-		return js.joinGuarded(c, a, b)
-	}
 	return js.Join(c, a, b)
-}
-
-// joinGuarded is Join for the outermost Join of a task, called with its
-// job in place for the fast path: it recovers a panic in it or in any
-// Join below it (see Ctx.Join).
-func (js *Jobs[A, R]) joinGuarded(c *Ctx, a, b A) (ra, rb R, err error) {
-	w := c.w
-	base := w.nforks
-	w.guarded = true
-	done := false
-	defer func() {
-		if !done {
-			ra, rb, err = *new(R), *new(R), w.recoverJoin(c, base, recover())
-		}
-		w.unguard()
-	}()
-	ra, rb, err = js.Join(c, a, b)
-	done = true
-	return ra, rb, err
 }
 
 // joinPromoted finishes the Join of a promoted job j: runs b here if j
@@ -275,11 +250,15 @@ func (js *Jobs[A, R]) joinPromoted(c *Ctx, j *job[A, R], b A) (rb R, err error) 
 		c.waitLatch(&j.t)
 		rb, err = j.res, j.t.err
 	}
+	rethrow := j.t.panicked
 	var zeroA A
 	var zeroR R
-	j.arg, j.res, j.t.err, j.t.joiner, j.t.group = zeroA, zeroR, nil, nil, nil
+	j.arg, j.res, j.t.err, j.t.joiner, j.t.group, j.t.panicked = zeroA, zeroR, nil, nil, nil, false
 	if detached {
 		j.attach(w)
+	}
+	if rethrow {
+		panic(err) // the thief's *PanicError, on to this task (Ctx.Join's Panics)
 	}
 	return rb, err
 }

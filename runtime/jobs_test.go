@@ -80,8 +80,8 @@ func TestJobsSharingForkPositions(t *testing.T) {
 		}
 		rt.Close()
 		for _, w := range rt.workers {
-			if w.nforks != 0 || w.forkBase != 0 || w.guarded {
-				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, w.nforks, w.forkBase, w.guarded)
+			if w.nforks != 0 || w.forkBase != 0 {
+				t.Errorf("worker %d: %d remembered forks (%d promoted) left", w.id, w.nforks, w.forkBase)
 			}
 		}
 	}
@@ -136,74 +136,81 @@ func TestJobsJoinErrors(t *testing.T) {
 		}
 		rt.Close()
 		for _, w := range rt.workers {
-			if w.nforks != 0 || w.forkBase != 0 || w.guarded {
-				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, w.nforks, w.forkBase, w.guarded)
+			if w.nforks != 0 || w.forkBase != 0 {
+				t.Errorf("worker %d: %d remembered forks (%d promoted) left", w.id, w.nforks, w.forkBase)
 			}
 		}
 	}
 }
 
-// A loop of Jobs.Joins in one task's body makes each Join its task's
-// outermost, which sets up its guard (joinGuarded) and then joins on the
-// fast path: on 16 virtual workers with thieves and on one worker, every
-// half runs once, each Join returns both results, or the error of the
-// half that failed, or the panic of the half that panicked as a
-// *PanicError while the loop goes on, and no fork is left remembered or
-// guarded after Close.
-func TestJobsOutermostLoop(t *testing.T) {
+// A loop of Jobs.Joins in one task's body, each at the task's base
+// position of the fork list, on 16 virtual workers with thieves and on
+// one worker: every half runs once and each Join returns both results,
+// or the error of the half that failed, while the loop goes on; a half
+// that panics ends the task with its panic as a *PanicError once both
+// halves of its Join have run, and no later Join runs. No fork is left
+// remembered after Close.
+func TestJobsLoopInOneTask(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, rt := range []*Runtime{virtualRuntime(t, "16amd64-8n2c"), newTestRuntime(t, Config{Workers: 1})} {
 		const joins = 4096
-		runs := make([]atomic.Int32, 2*joins)
-		js := NewJobs(rt, func(c *Ctx, i int) (int, error) {
-			runs[i].Add(1)
-			burn(30)
-			switch i % 97 {
-			case 13:
-				return i, leafError(i)
-			case 29:
-				panic(i)
-			}
-			return i, nil
-		})
-		err := rt.Go(context.Background(), func(c *Ctx) error {
-			for i := range joins {
-				a, b := 2*i, 2*i+1
-				ra, rb, err := js.Join(c, a, b)
-				var pe *PanicError
+		for _, panicAt := range []int{-1, 2*1500 + 1, 2 * 3000} {
+			runs := make([]atomic.Int32, 2*joins)
+			js := NewJobs(rt, func(c *Ctx, i int) (int, error) {
+				runs[i].Add(1)
+				burn(30)
 				switch {
-				case a%97 == 29 || b%97 == 29:
-					panicked := a
-					if b%97 == 29 {
-						panicked = b
-					}
-					if !errors.As(err, &pe) || pe.Value != any(panicked) {
-						t.Errorf("Join(%d, %d) = %v, want the panic of %d as a *PanicError", a, b, err, panicked)
-					}
-				case a%97 == 13 || b%97 == 13:
-					want := a
-					if b%97 == 13 {
-						want = b
-					}
-					if err != leafError(want) || ra != a || rb != b {
-						t.Errorf("Join(%d, %d) = %d, %d, %v; want %d, %d, the error of %d", a, b, ra, rb, err, a, b, want)
-					}
-				default:
-					if err != nil || ra != a || rb != b {
-						t.Errorf("Join(%d, %d) = %d, %d, %v; want %d, %d, nil", a, b, ra, rb, err, a, b)
+				case i == panicAt:
+					panic(i)
+				case i%97 == 13:
+					return i, leafError(i)
+				}
+				return i, nil
+			})
+			err := rt.Go(context.Background(), func(c *Ctx) error {
+				for i := range joins {
+					a, b := 2*i, 2*i+1
+					ra, rb, err := js.Join(c, a, b)
+					switch {
+					case a == panicAt || b == panicAt:
+						t.Errorf("Join(%d, %d) returned after a panic in a half", a, b)
+					case a%97 == 13 || b%97 == 13:
+						want := a
+						if b%97 == 13 {
+							want = b
+						}
+						if err != leafError(want) || ra != a || rb != b {
+							t.Errorf("Join(%d, %d) = %d, %d, %v; want %d, %d, the error of %d", a, b, ra, rb, err, a, b, want)
+						}
+					default:
+						if err != nil || ra != a || rb != b {
+							t.Errorf("Join(%d, %d) = %d, %d, %v; want %d, %d, nil", a, b, ra, rb, err, a, b)
+						}
 					}
 				}
+				return nil
+			}).Wait()
+			ran := len(runs)
+			if panicAt >= 0 {
+				var pe *PanicError
+				if !errors.As(err, &pe) || pe.Value != any(panicAt) {
+					t.Fatalf("%d workers: the loop's task = %v, want the panic of %d as a *PanicError", rt.Workers(), err, panicAt)
+				}
+				ran = panicAt/2*2 + 2 // up to the panicking Join's two halves
+			} else if err != nil {
+				t.Fatalf("%d workers: the loop's task: %v", rt.Workers(), err)
 			}
-			return nil
-		}).Wait()
-		if err != nil {
-			t.Fatalf("%d workers: the loop's task: %v", rt.Workers(), err)
+			requireRanOnce(t, runs[:ran])
+			for i := ran; i < len(runs); i++ {
+				if n := runs[i].Load(); n != 0 {
+					t.Fatalf("%d workers: half %d ran %d times after the panic at %d ended the task", rt.Workers(), i, n, panicAt)
+				}
+			}
 		}
-		requireRanOnce(t, runs)
 		rt.Close()
 		for _, w := range rt.workers {
-			if w.nforks != 0 || w.forkBase != 0 || w.guarded {
-				t.Errorf("worker %d: %d remembered forks (%d promoted), guarded %v", w.id, w.nforks, w.forkBase, w.guarded)
+			if w.nforks != 0 || w.forkBase != 0 {
+				t.Errorf("worker %d: %d remembered forks (%d promoted) left", w.id, w.nforks, w.forkBase)
 			}
 		}
 	}

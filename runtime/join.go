@@ -15,16 +15,22 @@ import (
 // work until the thief finishes it. Both see the caller's Ctx when run
 // here; a stolen b gets its own. A nil a or b does nothing.
 //
-// Panics. A panic in a or b run here, or in any Join below them, unwinds
-// the goroutine's frames, deferred calls included, up to the outermost
-// Join of the running task (the first Join of a task's body, or of a
-// stolen half), which recovers it: it joins every fork the panic left
-// behind, running each second half that has not run, so that every half
-// still runs exactly once, and returns the panic as a *PanicError. The
-// Joins in between do not return. A panic in a stolen half is recovered
-// on the thief and returned by its own Join as a *PanicError. One deferred
-// recover per task's outermost Join, instead of one per Join, keeps the
-// defer off the fork's fast path.
+// Panics. A panic in a or b, or in any Join below them, is a panic of the
+// running task's body, as in a plain call: it unwinds the goroutine's
+// frames, deferred calls included, past this Join (which does not
+// return) up to the running task (a stolen half runs as a task of its
+// own), which recovers it: it joins every fork the panic
+// left behind, running each second half that has not run, so that every
+// half still runs exactly once, and the task ends with the panic as a
+// *PanicError, its Wait's error. A panic in a stolen half is recovered on
+// the thief and raised again by this Join once both halves are done, so
+// it ends this task the same way. No Join
+// defers a recover: the task's own deferred call, which every task has,
+// serves all its Joins, and a Join costs the same at any depth. So do
+// not recover a panic between a Join and its task: the forks it skipped
+// are still open when the body returns, and the task then runs them and
+// fails with an error that says so (a recover inside a half makes the
+// Join above it panic with the forks out of order).
 //
 // Closures that capture variables escape to the heap here, because b may
 // run on another goroutine: the closure form costs an allocation or two
@@ -32,9 +38,6 @@ import (
 // and allocates nothing.
 func (c *Ctx) Join(a, b Func) error {
 	w := c.w
-	if !w.guarded {
-		return c.joinGuarded(a, b)
-	}
 	t := w.newTask()
 	t.Fn, t.join = b, true // its group is set if it is promoted (promote)
 	k := w.remember(t)
@@ -73,48 +76,22 @@ func (c *Ctx) Join(a, b Func) error {
 	}
 	w.endBackoff() // a thief took t
 	c.waitLatch(t)
-	errB := t.err
+	errB, rethrow := t.err, t.panicked
 	w.freeTask(t)
+	if rethrow {
+		panic(errB) // the thief's *PanicError, on to this task (Panics above)
+	}
 	return firstErr(errA, errB)
-}
-
-// joinGuarded is Join for the outermost Join of a task: it recovers a
-// panic in it or in any Join below it.
-func (c *Ctx) joinGuarded(a, b Func) (err error) {
-	w := c.w
-	base := w.nforks
-	w.guarded = true
-	done := false
-	defer func() {
-		if !done {
-			err = w.recoverJoin(c, base, recover())
-		}
-		w.unguard()
-	}()
-	err = c.Join(a, b)
-	done = true
-	return err
-}
-
-// recoverJoin finishes the outermost Join of a task after a panic with
-// value v, on its way up, and returns the Join's error: v as a
-// *PanicError. Every fork above base on w's list (base: the list's length
-// when that Join began) is a Join the panic unwound before its join; each
-// is joined here, youngest first (unwindForks). Owner only.
-func (w *worker) recoverJoin(c *Ctx, base int, v any) error {
-	pe := newPanicError(v) // the stack is still the panicking one's
-	w.unwindForks(c, base)
-	return pe
 }
 
 // unwindForks joins the forks above base on w's list that a panic left
 // behind, youngest first, as their Joins would have: a remembered one
 // runs here, a promoted one is taken back from the deque and run, or
 // waited for (helping) if a thief has it. Results and errors are dropped
-// (the panic is the Join's error), and so are the panics of the halves
+// (the panic is the task's error), and so are the panics of the halves
 // run here; a panic there leaves forks of its own above base, which the
-// loop joins in turn. Runs guarded, so the Joins of the halves it runs
-// install no guard of their own. Owner only.
+// loop joins in turn. Task.run calls it after a panic in its body.
+// Owner only.
 func (w *worker) unwindForks(c *Ctx, base int) {
 	for w.nforks > base {
 		k := w.nforks - 1

@@ -88,14 +88,14 @@ package runtime
 // so that the next one finds it with one load and one comparison: an
 // unpromoted fork costs no bookkeeping beyond the list.
 //
-// Panics. No Join below a task's outermost one defers a recover (a
-// deferred call costs about 6 ns per Join, more than the rest of the
-// fork): a panic unwinds to the outermost, whose recover joins the forks
-// the panic left on the list above its own start (unwindForks in
-// join.go), so every remembered or promoted half still runs exactly once
-// and no promoted job is abandoned to a thief. worker.guarded says whether
-// such a Join is on the stack; Task.run clears it for the tasks a helping
-// wait runs, whose panics stop at their own Task.run.
+// Panics. No Join defers a recover (a deferred call costs about 6 ns
+// per Join, more than the rest of the fork): a panic unwinds to the
+// running task's Task.run, whose deferred call every task has anyway; it
+// joins the forks the panic left on the list above the task's base
+// (unwindForks in join.go), so every remembered or promoted half still
+// runs exactly once and no promoted job is abandoned to a thief. A task
+// run while a Join waits has a base of its own, so its panic stops at its
+// own Task.run with the waiting Join's forks untouched.
 //
 // Rejected designs. (1) A ticker goroutine setting a per-worker heartbeat
 // flag every 100 µs, which the next fork clears and promotes (Spice): the
@@ -244,19 +244,6 @@ func (w *worker) groupOf(k int) *Group {
 		}
 	}
 	panic("runtime: a remembered fork outside any task")
-}
-
-// unguard records that no Join of the running task is on w's stack
-// (worker.guarded) and drops the job that a Jobs.Join left at the end
-// of w's list: that job is taken without a look at guarded (Jobs.Join's
-// fast path), so the next Join there must take the slow path, which
-// installs the guard. The list's length is the running task's base then.
-// Owner only.
-func (w *worker) unguard() {
-	w.guarded = false
-	if k := w.nforks; k < len(w.forks) {
-		w.forks[k] = &noFork
-	}
 }
 
 // wantsSplit reports whether a thief could use work split off now: some

@@ -3,6 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -10,9 +13,9 @@ import (
 // TestPromotedForksRunOnceWithPanics runs a Jobs recursion and a closure
 // Join recursion whose leaves sometimes panic or fail, on 16 virtual
 // workers (so forks are promoted and stolen) and on one worker (never
-// promoted): every leaf runs exactly once, every panic surfaces as a
-// *PanicError at the join, and each worker's remembered-fork list is
-// empty again afterwards.
+// promoted): every leaf runs exactly once, every panic ends the task as a
+// *PanicError, and each worker's remembered-fork list is empty again
+// afterwards.
 func TestPromotedForksRunOnceWithPanics(t *testing.T) {
 	errLeaf := errors.New("leaf failed")
 	for _, rt := range []*Runtime{virtualRuntime(t, "16amd64-8n2c"), newTestRuntime(t, Config{Workers: 1})} {
@@ -76,14 +79,13 @@ func TestPromotedForksRunOnceWithPanics(t *testing.T) {
 	}
 }
 
-// TestPanicUnwindsToOutermostJoin checks the panic path of Joins below a
-// task's outermost one: the panic unwinds the Joins in between (their
-// deferred calls run, the code after them does not), every half still
-// runs exactly once, including halves that panic again while the
-// outermost Join joins what the first panic left behind, and the worker's
-// list and guard are clean afterwards, so the next task's Joins recover
-// their own panics.
-func TestPanicUnwindsToOutermostJoin(t *testing.T) {
+// TestPanicUnwindsToTask checks the panic path of Joins: the panic
+// unwinds every Join up to the task (their deferred calls run, the code
+// after them does not), every half still runs exactly once, including
+// halves that panic again while the task joins what the first panic left
+// behind, and the worker's list is clean afterwards, so the next task's
+// panic is its own.
+func TestPanicUnwindsToTask(t *testing.T) {
 	rt := newTestRuntime(t, Config{Workers: 1})
 	const leaves = 64
 	runs := make([]atomic.Int32, leaves)
@@ -125,17 +127,112 @@ func TestPanicUnwindsToOutermostJoin(t *testing.T) {
 	}
 	err = rt.Go(context.Background(), func(c *Ctx) error {
 		w := c.w
-		if w.nforks != 0 || w.forkBase != 0 || w.guarded {
-			t.Errorf("after the panic: %d forks, base %d, guarded %v", w.nforks, w.forkBase, w.guarded)
+		if w.nforks != 0 || w.forkBase != 0 {
+			t.Errorf("after the panic: %d forks, base %d", w.nforks, w.forkBase)
 		}
-		err := c.Join(nil, func(*Ctx) error { panic("again") })
-		if !errors.As(err, &pe) || pe.Value != "again" {
-			t.Errorf("next task's Join = %v, want its own panic", err)
+		return c.Join(nil, func(*Ctx) error { panic("again") })
+	}).Wait()
+	if !errors.As(err, &pe) || pe.Value != "again" {
+		t.Errorf("next task = %v, want its own panic", err)
+	}
+}
+
+// A panic in a half that a thief runs ends the thief's task, and the
+// Join that waited for it raises it again once its first half is done:
+// the joiner's task ends with the thief's *PanicError (its value, and the
+// stack where it panicked), the code after the Join does not run, and
+// the forks below the joining task's base are joined. Both Join forms.
+func TestStolenPanicEndsJoiningTask(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 2})
+	var bStarted atomic.Bool
+	stolenHalf := func(*Ctx) error {
+		bStarted.Store(true)
+		panicInStolenHalf()
+		return nil
+	}
+	// The first half forks (empty Joins) until a thief has b: each fork
+	// offers the oldest remembered fork, b, to the idle worker.
+	untilStolen := func(c *Ctx) error {
+		for !bStarted.Load() {
+			if err := c.Join(nil, nil); err != nil {
+				return err
+			}
+			goruntime.Gosched()
 		}
 		return nil
+	}
+	js := NewJobs(rt, func(c *Ctx, i int) (int, error) {
+		if i == 0 {
+			return 0, untilStolen(c)
+		}
+		return 0, stolenHalf(c)
+	})
+	for _, form := range []string{"Ctx.Join", "Jobs.Join"} {
+		bStarted.Store(false)
+		var outer, after atomic.Int32
+		err := rt.Go(context.Background(), func(c *Ctx) error {
+			return c.Join(func(c *Ctx) error {
+				var err error
+				if form == "Ctx.Join" {
+					err = c.Join(untilStolen, stolenHalf)
+				} else {
+					_, _, err = js.Join(c, 0, 1)
+				}
+				after.Add(1)
+				return err
+			}, func(*Ctx) error { outer.Add(1); return nil })
+		}).Wait()
+		var pe *PanicError
+		if !errors.As(err, &pe) || pe.Value != "stolen" || !strings.Contains(string(pe.Stack), "panicInStolenHalf") {
+			t.Fatalf("%s: task = %v, want the stolen half's panic with its stack", form, err)
+		}
+		if after.Load() != 0 || outer.Load() != 1 {
+			t.Errorf("%s: code after the Join ran %d times, the outer second half %d (want 0, 1)", form, after.Load(), outer.Load())
+		}
+	}
+	if s := rt.Stats(); s.Total.stealsTotal() == 0 {
+		t.Errorf("no steal counted")
+	}
+}
+
+//go:noinline
+func panicInStolenHalf() { panic("stolen") }
+
+// A recover in a task's body that stops a panic on its way through a Join
+// leaves that Join's fork open: the task runs its second half once after
+// the body returns and fails with errJoinSkipped. A recover inside a half
+// makes the Join above it find its forks out of order: the task ends
+// with that panic, and every half still runs once.
+func TestRecoverInBodyRunsSkippedHalves(t *testing.T) {
+	rt := newTestRuntime(t, Config{Workers: 1})
+	var runs [3]atomic.Int32
+	err := rt.Go(context.Background(), func(c *Ctx) error {
+		defer func() { _ = recover() }()
+		return c.Join(func(*Ctx) error { runs[0].Add(1); panic("a") }, func(*Ctx) error { runs[1].Add(1); return nil })
 	}).Wait()
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, errJoinSkipped) || runs[0].Load() != 1 || runs[1].Load() != 1 {
+		t.Errorf("recover in the body: task = %v, halves ran %d, %d times; want errJoinSkipped, 1, 1", err, runs[0].Load(), runs[1].Load())
+	}
+	for i := range runs {
+		runs[i].Store(0)
+	}
+	err = rt.Go(context.Background(), func(c *Ctx) error {
+		return c.Join(func(c *Ctx) error {
+			defer func() { _ = recover() }()
+			return c.Join(func(*Ctx) error { runs[0].Add(1); panic("inner") }, func(*Ctx) error { runs[1].Add(1); return nil })
+		}, func(*Ctx) error { runs[2].Add(1); return nil })
+	}).Wait()
+	var pe *PanicError
+	if !errors.As(err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), "out of order") {
+		t.Errorf("recover in a half: task = %v, want the out-of-order panic", err)
+	}
+	for i := range runs {
+		if n := runs[i].Load(); n != 1 {
+			t.Errorf("recover in a half: half %d ran %d times, want 1", i, n)
+		}
+	}
+	if s := rt.Stats(); s.Total.Forks == 0 {
+		t.Errorf("no fork counted")
 	}
 }
 

@@ -293,7 +293,7 @@ const reuseCPU = 16
 // runtime-owned tasks. w is the worker that ran it, nil outside workers.
 func (rt *Runtime) finish(w *worker, t *Task, o outcome, err error) {
 	if t.join {
-		t.err = err
+		t.err, t.panicked = err, o == panicked
 		if o == canceled && err == nil {
 			t.err = context.Canceled
 		}

@@ -48,7 +48,10 @@ type Task struct {
 
 	pooled bool // allocated by the runtime and returned to a free list after it ends
 	join   bool // a Join job: reports to latch, not to a group
-	done   doneFlag
+	// panicked marks a Join job whose body panicked on a thief: its
+	// joiner raises err, the *PanicError, again. Published by latch.
+	panicked bool
+	done     doneFlag
 }
 
 // jobRunner is implemented by the job objects of Jobs: runJob runs the
@@ -105,24 +108,30 @@ func newPanicError(v any) *PanicError {
 var ErrClosed = errors.New("runtime: closed")
 
 // run executes t's body on the calling worker and returns its outcome and
-// error. The deferred recover keeps the worker alive through a panic.
-//
-// A task's body starts unguarded: its outermost Join recovers the panics
-// of the Joins below it (Ctx.Join), so a task run while a Join of another
-// waits must not count on that Join's guard, which its panic would skip.
+// error. Its deferred recover keeps the worker alive through a panic in
+// the body or in any Join in it: the Joins carry no recover of their own
+// (Ctx.Join), so run joins the forks the panic left on w's list above the
+// task's base (unwindForks) before it reports the panic as a *PanicError.
+// A body that returns with forks still above its base recovered a panic
+// on its way through a Join (Ctx.Join's Panics); run joins them too and
+// fails the task with errJoinSkipped, so that no half is lost.
 func (t *Task) run(w *worker) (o outcome, err error) {
 	t.ctx = Ctx{w: w, t: t}
-	guarded := w.guarded
-	w.unguard()
-	w.segs = append(w.segs, forkSeg{base: w.nforks, group: t.group})
+	base := w.nforks
+	w.segs = append(w.segs, forkSeg{base: base, group: t.group})
 	done := false
 	defer func() {
 		// recover only when the body did not return: a recover call on
 		// every task would cost more than the rest of this function.
 		if !done {
-			o, err = panicked, newPanicError(recover())
+			v := recover()
+			pe, ok := v.(*PanicError) // a Join raising a thief's again
+			if !ok {
+				pe = newPanicError(v) // the stack is still the panicking one's
+			}
+			w.unwindForks(&t.ctx, base)
+			o, err = panicked, pe
 		}
-		w.guarded = guarded
 		n := len(w.segs) - 1
 		w.segs[n] = forkSeg{}
 		w.segs = w.segs[:n]
@@ -133,12 +142,21 @@ func (t *Task) run(w *worker) (o outcome, err error) {
 	case t.Fn != nil:
 		err = t.Fn(&t.ctx)
 	}
+	if w.nforks != base {
+		w.unwindForks(&t.ctx, base)
+		done = true
+		return failed, errJoinSkipped
+	}
 	done = true
 	if err != nil {
 		return failed, err
 	}
 	return succeeded, nil
 }
+
+// errJoinSkipped is the error of a task whose body recovered a panic that
+// had unwound a Join before its join (Ctx.Join's Panics).
+var errJoinSkipped = errors.New("runtime: a recover in the task's body stopped a panic that had skipped the join of a Join; its second half ran after the body returned")
 
 // canceledErr returns why t must not start, or nil when it may.
 func (t *Task) canceledErr(rt *Runtime) error {

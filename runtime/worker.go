@@ -74,9 +74,6 @@ type worker struct {
 	// only once it is promoted, so promote looks it up here instead of
 	// every fork storing it.
 	segs []forkSeg
-	// guarded: an outermost Join of the running task is on the stack and
-	// recovers panics for the Joins below it (Ctx.Join).
-	guarded bool
 	// promoteSkip is how many more forks made while a thief could use
 	// work let the chance pass instead of promoting; promoteBackoff is
 	// what the next promotion taken back by its own join sets it to
