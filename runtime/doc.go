@@ -55,8 +55,10 @@
 // policy's decisions (Config.Policy, package balance; policy.go).
 //
 // Every task reports exactly one outcome to its group: it succeeded, failed
-// with an error, panicked (the panic is recovered, the worker survives and the
-// group's error carries the value and stack) or was canceled before it started.
+// with an error, panicked (in its body or in a half of any Join in it, run
+// here or by a thief: the panic is recovered once every half has run, the
+// worker survives and the group's error carries the value and stack) or was
+// canceled before it started.
 //
 // The runtime runs Go functions only. External processes run as placed,
 // admitted tasks through package proc, built on Runtime.Place, Runtime.Load
