@@ -17,20 +17,19 @@ import (
 //
 // Panics. A panic in a or b, or in any Join below them, is a panic of the
 // running task's body, as in a plain call: it unwinds the goroutine's
-// frames, deferred calls included, past this Join (which does not
-// return) up to the running task (a stolen half runs as a task of its
-// own), which recovers it: it joins every fork the panic
-// left behind, running each second half that has not run, so that every
-// half still runs exactly once, and the task ends with the panic as a
-// *PanicError, its Wait's error. A panic in a stolen half is recovered on
-// the thief and raised again by this Join once both halves are done, so
-// it ends this task the same way. No Join
-// defers a recover: the task's own deferred call, which every task has,
-// serves all its Joins, and a Join costs the same at any depth. So do
-// not recover a panic between a Join and its task: the forks it skipped
-// are still open when the body returns, and the task then runs them and
-// fails with an error that says so (a recover inside a half makes the
-// Join above it panic with the forks out of order).
+// frames, deferred calls included, past this Join (which does not return)
+// up to the running task (a stolen half runs as a task of its own), which
+// recovers it: it joins every fork the panic left behind, running each
+// second half that has not run, so that every half still runs exactly
+// once, and the task ends with the panic as a *PanicError, its Wait's
+// error. A panic in a stolen half is recovered on the thief and raised
+// again by this Join once both halves are done, so it ends this task the
+// same way. No Join defers a recover: the task's own deferred call, which
+// every task has, serves all its Joins, and a Join costs the same at any
+// depth. So do not recover a panic between a Join and its task: the forks
+// it skipped are still open when the body returns, and the task then runs
+// them and fails with an error that says so (a recover inside a half makes
+// the Join above it panic with the forks out of order).
 //
 // Closures that capture variables escape to the heap here, because b may
 // run on another goroutine: the closure form costs an allocation or two
