@@ -298,10 +298,14 @@ func runDelayNs() float64 {
 
 // fibJobsCutoff returns fib as a runtime.Jobs with a fork at every call
 // with n >= cutoff and the serial recursion below it (cutoff 2: a fork per
-// call).
+// call). A leaf (n < 2) returns n as the serial recursion's do, without a
+// call: every peer's fib_fork does the same.
 func fibJobsCutoff(rt *runtime.Runtime, cutoff int) *runtime.Jobs[int, int] {
 	var fib *runtime.Jobs[int, int]
 	fib = runtime.NewJobs(rt, func(c *runtime.Ctx, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
 		if n < cutoff {
 			return fibSerial(n), nil
 		}
@@ -313,6 +317,9 @@ func fibJobsCutoff(rt *runtime.Runtime, cutoff int) *runtime.Jobs[int, int] {
 
 // fibJoinCutoff is fibJobsCutoff through Ctx.Join and closures.
 func fibJoinCutoff(c *runtime.Ctx, n, cutoff int) int {
+	if n < 2 {
+		return n
+	}
 	if n < cutoff {
 		return fibSerial(n)
 	}
@@ -327,6 +334,9 @@ func fibJoinCutoff(c *runtime.Ctx, n, cutoff int) int {
 // fibGoroutinesCutoff is fibJobsCutoff with a goroutine per fork and a
 // sync.WaitGroup.
 func fibGoroutinesCutoff(n, cutoff int) int {
+	if n < 2 {
+		return n
+	}
 	if n < cutoff {
 		return fibSerial(n)
 	}
@@ -341,6 +351,9 @@ func fibGoroutinesCutoff(n, cutoff int) int {
 
 // fibErrgroupCutoff is fibJobsCutoff with an errgroup.Group per fork.
 func fibErrgroupCutoff(n, cutoff int) (int, error) {
+	if n < 2 {
+		return n, nil
+	}
 	if n < cutoff {
 		return fibSerial(n), nil
 	}

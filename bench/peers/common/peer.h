@@ -133,9 +133,11 @@ inline int64_t sum_serial(const std::vector<int64_t>& v) {
 
 // fib_fork is fib with a fork at every call with n >= cutoff (cutoff 2:
 // every call), through join(f, g), which runs f and g, potentially in
-// parallel, and returns when both are done.
+// parallel, and returns when both are done. A leaf (n < 2) returns n as
+// fib's do, without a call.
 template <class Join>
 uint64_t fib_fork(int n, int cutoff, const Join& join) {
+  if (n < 2) return uint64_t(n);
   if (n < cutoff) return fib(n);
   uint64_t a, b;
   join([&] { a = fib_fork(n - 1, cutoff, join); }, [&] { b = fib_fork(n - 2, cutoff, join); });

@@ -94,8 +94,12 @@ fn fib(n: u32) -> u64 {
     }
 }
 
-/// fib with a rayon::join at every call with n >= cutoff.
+/// fib with a rayon::join at every call with n >= cutoff; a leaf (n < 2)
+/// returns n as fib's do, without a call.
 fn fib_fork(n: u32, cutoff: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
     if n < cutoff {
         return fib(n);
     }
