@@ -99,11 +99,11 @@ func runBursts(t *testing.T, rt *Runtime, rounds int, seed uint64) {
 // sample's spinning count with the largest busy count seen since spinning
 // was last below that count — the spinner that brought it there entered in
 // that window; both counts come from one load of rt.sched.
-// When the sampler itself was paused for more than samplerGap (descheduled:
-// the race detector and a loaded machine do that), it has not seen the busy
-// counts of the pause, and the windows restart as if any count had been
-// seen. It counts the samples that only the window excuses, and the pauses,
-// for the log.
+// When more than samplerGap may have passed between two of its loads (the
+// sampler was descheduled: the race detector and a loaded machine do that),
+// it has not seen the busy counts between them, and the windows restart as
+// if any count had been seen before that sample is judged. It counts the
+// samples that only the window excuses, and the pauses, for the log.
 func TestAtMostHalfOfBusyWorkersSpin(t *testing.T) {
 	rt := virtualRuntime(t, "16amd64-8n2c")
 	n := int32(rt.Workers())
@@ -159,25 +159,29 @@ func sampleSpinning(rt *Runtime, n int32, stop <-chan struct{}) spinReport {
 	r := spinReport{seen: map[[2]int32]int{}, over: map[[2]int32]int{}}
 	// peak[k] is the largest busy seen since spinning was last below k.
 	peak := make([]int32, n+2)
-	last := time.Now()
+	prev := time.Now() // a time before the previous sample's load
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
 			return r
 		default:
 		}
-		// A sampler descheduled between two samples (the race detector,
-		// a loaded machine, Gosched below) misses how busy the runtime
-		// was meanwhile: the spinners that entered then may have seen
-		// any count, so the windows restart from "any".
-		if time.Since(last) > samplerGap {
+		before := time.Now()
+		s, idle := rt.sched.load()
+		// A sampler descheduled between two loads (the race detector, a
+		// loaded machine, Gosched below) misses how busy the runtime was
+		// meanwhile: the spinners that entered then may have seen any
+		// count, so the windows restart from "any" before this sample is
+		// judged. The clock read after this load less the one read
+		// before the previous load bounds the time between the two loads,
+		// wherever the sampler was paused.
+		if time.Since(prev) > samplerGap {
 			r.gaps++
 			for k := range peak {
 				peak[k] = n
 			}
 		}
-		last = time.Now()
-		s, idle := rt.sched.load()
+		prev = before
 		busy := n - idle
 		s = min(max(s, 0), n+1)
 		for k := range peak {
