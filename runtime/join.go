@@ -174,10 +174,10 @@ func firstErr(a, b error) error {
 // A grain > 0 bounds the chunks to at most grain indices. A grain <= 0
 // lets ParallelFor choose: it starts with one index and doubles the chunk
 // while a chunk takes less than half of autoChunkTime, halving it when one
-// takes more than twice that, so that the cost of a chunk (a clock read,
-// the split test, the call of fn) is amortized over a few microseconds of
-// work whatever an index costs, while a chunk stays short enough that an
-// idle worker does not wait long for the next split.
+// takes more than twice that, so that the cost of a chunk is amortized
+// over tens of microseconds of work whatever an index costs, while a
+// chunk stays short enough that an idle worker does not wait long for the
+// next split.
 //
 // It splits lazily (lazy binary splitting, Tzannes et al., PPoPP 2010;
 // promote.go): it runs chunk after chunk as a plain loop, and before each
@@ -194,10 +194,16 @@ func (c *Ctx) ParallelFor(lo, hi, grain int, fn func(c *Ctx, lo, hi int) error) 
 }
 
 // autoChunkTime is the wall time a chunk of a ParallelFor with grain <= 0
-// aims at: long enough that the chunk's own cost (a clock read, 20–80 ns)
-// is under 1% of it, short enough that a thief waits well under a linger
-// (lingerFor) for the split that feeds it.
-const autoChunkTime = 10 * time.Microsecond
+// aims at; chunks take between half and twice it. Long enough to amortize
+// what a chunk costs beyond its indices: the clock read (20–80 ns), the
+// split test and the call of fn, and in a loop bound by memory bandwidth
+// far more (BenchmarkParallelForGrain's sum of 100M int64 runs about
+// 0.7 µs longer per chunk, about 2% of a 40 µs chunk; docs/BENCHMARKS.md,
+// "ParallelFor's grain"). Short enough that a worker that runs out of work
+// waits at most one chunk, under two lingers (lingerFor), for the split
+// that feeds it, and that a loop of a millisecond still comes in about 25
+// chunks to split between workers.
+const autoChunkTime = 40 * time.Microsecond
 
 // parallelFor is ParallelFor with chunks of chunk indices, adapted to
 // autoChunkTime if adapt is set.
