@@ -217,7 +217,7 @@ func sampleSpinning(rt *Runtime, n int32, stop <-chan struct{}) spinReport {
 const lostWakeupBound = 30 * time.Second
 
 // waitAllParked waits until every worker of rt is parked and none spins.
-func waitAllParked(t *testing.T, rt *Runtime) {
+func waitAllParked(t testing.TB, rt *Runtime) {
 	t.Helper()
 	deadline := time.Now().Add(lostWakeupBound)
 	for rt.sched.idle() != int32(rt.Workers()) || rt.sched.spinning() != 0 {
