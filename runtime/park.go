@@ -16,7 +16,13 @@ import "sync"
 // took the work. (2) Centralised idle state consulted under a lock on
 // every spawn: serialises the hot path. (3) Workers that never park but
 // spin with backoff: an idle runtime then costs CPU forever, and a
-// parallel build shares the machine with the compilers it starts.
+// parallel build shares the machine with the compilers it starts. (4)
+// Park in futex(2) on a word of the worker's own: the wake-up reaches the
+// pinned thread directly, about a quarter of the channel's latency (a
+// parked worker's token goes to its goroutine, locked to its thread,
+// through Go's scheduler: BenchmarkWakeLatency), but a thread asleep in
+// a system call keeps its P until sysmon retakes it, up to 10 ms later,
+// and every other goroutine of the program may wait for a P meanwhile.
 //
 // The protocol, after Go's spinning-M rule. A worker is running, spinning
 // (searching other workers' queues, counted in nSpinning) or parked (in
