@@ -188,11 +188,10 @@ func (w *worker) loop() {
 // spinner, while another worker is busy, before it parks: a busy worker
 // promotes a remembered fork at its next fork once it sees a spinner, or
 // within maxPromoteBackoff forks while it backs off (promote.go); a
-// parked worker would learn of it only through a
-// wake-up, some 10–20 µs later (inject_latency_ns of numasteal bench
-// forkjoin). 50 µs measured better than 20 µs and as well as 200 µs
-// (BenchmarkFibFloor's two-worker layers). An idle runtime does not
-// linger: nobody runs a task.
+// parked worker would learn of it only through a wake-up, some 120 µs
+// later on a 2-vCPU guest (BenchmarkWakeLatency). 50 µs measured better
+// than 20 µs and as well as 200 µs (BenchmarkFibFloor's two-worker
+// layers). An idle runtime does not linger: nobody runs a task.
 const lingerFor = 50 * time.Microsecond
 
 // linger waits up to lingerFor for work to appear in some queue while w
