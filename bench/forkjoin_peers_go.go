@@ -298,16 +298,12 @@ func runDelayNs() float64 {
 
 // fibJobsCutoff returns fib as a runtime.Jobs with a fork at every call
 // with n >= cutoff and the serial recursion below it (cutoff 2: a fork per
-// call). A leaf (n < 2) returns n as the serial recursion's do, without a
-// call: every peer's fib_fork does the same.
+// call).
 func fibJobsCutoff(rt *runtime.Runtime, cutoff int) *runtime.Jobs[int, int] {
 	var fib *runtime.Jobs[int, int]
 	fib = runtime.NewJobs(rt, func(c *runtime.Ctx, n int) (int, error) {
-		if n < 2 {
-			return n, nil
-		}
 		if n < cutoff {
-			return fibSerial(n), nil
+			return fibBelow(n), nil
 		}
 		a, b, err := fib.Join(c, n-1, n-2)
 		return a + b, err
@@ -315,13 +311,22 @@ func fibJobsCutoff(rt *runtime.Runtime, cutoff int) *runtime.Jobs[int, int] {
 	return fib
 }
 
-// fibJoinCutoff is fibJobsCutoff through Ctx.Join and closures.
-func fibJoinCutoff(c *runtime.Ctx, n, cutoff int) int {
+// fibBelow is fib(n) below a contender's cutoff: at a leaf (n < 2) n
+// itself, without a call, as the serial recursion's leaves return it, so
+// that a fork per call (cutoff 2) adds nothing but forks to the serial
+// recursion (every peer's fib_fork does the same); the serial recursion
+// otherwise.
+func fibBelow(n int) int {
 	if n < 2 {
 		return n
 	}
+	return fibSerial(n)
+}
+
+// fibJoinCutoff is fibJobsCutoff through Ctx.Join and closures.
+func fibJoinCutoff(c *runtime.Ctx, n, cutoff int) int {
 	if n < cutoff {
-		return fibSerial(n)
+		return fibBelow(n)
 	}
 	var a, b int
 	c.Join(
@@ -334,11 +339,8 @@ func fibJoinCutoff(c *runtime.Ctx, n, cutoff int) int {
 // fibGoroutinesCutoff is fibJobsCutoff with a goroutine per fork and a
 // sync.WaitGroup.
 func fibGoroutinesCutoff(n, cutoff int) int {
-	if n < 2 {
-		return n
-	}
 	if n < cutoff {
-		return fibSerial(n)
+		return fibBelow(n)
 	}
 	var a, b int
 	var wg sync.WaitGroup
@@ -351,11 +353,8 @@ func fibGoroutinesCutoff(n, cutoff int) int {
 
 // fibErrgroupCutoff is fibJobsCutoff with an errgroup.Group per fork.
 func fibErrgroupCutoff(n, cutoff int) (int, error) {
-	if n < 2 {
-		return n, nil
-	}
 	if n < cutoff {
-		return fibSerial(n), nil
+		return fibBelow(n), nil
 	}
 	var a, b int
 	var g errgroup.Group
