@@ -111,6 +111,7 @@ type futexFloor struct {
 	woke  atomic.Int64  // when it ran after the wake-up (ns since t0), +1; 0 until then
 	t0    time.Time
 	cpu   atomic.Int32 // the CPU to move to before the next sleep, -1 for none
+	on    int          // the CPU the thread is pinned to; sample's caller only
 	tid   atomic.Int32
 	ready chan error // the thread's start, then each sleep's end
 }
@@ -123,7 +124,7 @@ const (
 
 // startFutexFloor starts the floor's thread, pinned to cpu and asleep.
 func startFutexFloor(b *testing.B, cpu int) *futexFloor {
-	f := &futexFloor{ready: make(chan error, 1), t0: time.Now()}
+	f := &futexFloor{ready: make(chan error, 1), t0: time.Now(), on: cpu}
 	f.cpu.Store(-1)
 	go f.loop(cpu)
 	if err := <-f.ready; err != nil {
@@ -160,14 +161,18 @@ func (f *futexFloor) loop(cpu int) {
 	}
 }
 
-// sample pins the floor's thread to cpu (on its way to sleep), waits until
-// the thread sleeps, then wakes it and spins until it runs.
+// sample moves the floor's thread to cpu if it is elsewhere (a wake-up
+// that takes it through the pin and back to sleep), waits until the thread
+// sleeps, then wakes it and spins until it runs. One caller at a time.
 func (f *futexFloor) sample(cpu int) (time.Duration, error) {
 	deadline := time.Now().Add(lostWakeupBound)
-	f.cpu.Store(int32(cpu))
-	f.wake(1) // takes it through the pin and back to sleep
-	if err := <-f.ready; err != nil {
-		return 0, err
+	if cpu != f.on {
+		f.cpu.Store(int32(cpu))
+		f.wake(1)
+		if err := <-f.ready; err != nil {
+			return 0, err
+		}
+		f.on = cpu
 	}
 	for !threadSleeps(int(f.tid.Load())) || f.cpu.Load() >= 0 {
 		if time.Now().After(deadline) {
