@@ -14,7 +14,7 @@ import (
 // is simpler and costs one or two small allocations per call.
 //
 // A Join still costs a few nanoseconds, one to two calls of fib: fib
-// with a Join per call runs about 1.9 to 2.0 times as long as its serial
+// with a Join per call runs about 1.8 to 2.0 times as long as its serial
 // recursion on one worker (BenchmarkFibFloor). Below some size, call the
 // serial function instead (a leaf cutoff, as Cilk's and Spice's users
 // write): with n < 12 calling the serial fib, fib(30) runs within a few
