@@ -141,9 +141,14 @@ func TestPanicUnwindsToTask(t *testing.T) {
 // Join that waited for it raises it again once its first half is done:
 // the joiner's task ends with the thief's *PanicError (its value, and the
 // stack where it panicked), the code after the Join does not run, and
-// the forks below the joining task's base are joined. Both Join forms.
+// the forks below the joining task's base are joined. Both Join forms,
+// on two virtual workers: the first half waits for a thief, so the test
+// needs two workers whatever CPUs it may use.
 func TestStolenPanicEndsJoiningTask(t *testing.T) {
-	rt := newTestRuntime(t, Config{Workers: 2})
+	rt := virtualRuntimeWith(t, "16amd64-8n2c", "", Config{Workers: 2})
+	if rt.Workers() != 2 {
+		t.Fatalf("%d workers, want 2", rt.Workers())
+	}
 	var bStarted atomic.Bool
 	stolenHalf := func(*Ctx) error {
 		bStarted.Store(true)
