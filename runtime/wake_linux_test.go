@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/numasteal/numasteal/affinity"
+	"github.com/numasteal/numasteal/internal/procstat"
 	"github.com/numasteal/numasteal/topology/cpuset"
 	"golang.org/x/sys/unix"
 )
@@ -82,13 +82,12 @@ func BenchmarkWakeLatency(b *testing.B) {
 // on worker A of a two-worker runtime.
 func wakeSample(c *Ctx) (time.Duration, error) {
 	rt := c.w.rt
-	deadline := time.Now().Add(lostWakeupBound)
 	// A's task start woke B as a spinner (step 2 of park.go); wait until
 	// it parked again, so that the spawn below must wake it.
-	for rt.sched.idle() != 1 || rt.sched.spinning() != 0 {
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the other worker did not park within %v", lostWakeupBound)
-		}
+	if err := spinUntil("the other worker to park", func() bool {
+		return rt.sched.idle() == 1 && rt.sched.spinning() == 0
+	}); err != nil {
+		return 0, err
 	}
 	var started atomic.Int64
 	t0 := time.Now()
@@ -96,12 +95,22 @@ func wakeSample(c *Ctx) (time.Duration, error) {
 		started.Store(int64(time.Since(t0)) + 1)
 		return nil
 	})
-	for started.Load() == 0 {
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the spawned task did not start within %v", lostWakeupBound)
-		}
+	if err := spinUntil("the spawned task to start", func() bool { return started.Load() != 0 }); err != nil {
+		return 0, err
 	}
 	return time.Duration(started.Load() - 1), nil
+}
+
+// spinUntil spins, without sleeping or yielding, until cond holds, or
+// fails after lostWakeupBound naming what it waited for.
+func spinUntil(what string, cond func() bool) error {
+	deadline := time.Now().Add(lostWakeupBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waited %v for %s", lostWakeupBound, what)
+		}
+	}
+	return nil
 }
 
 // futexFloor is BenchmarkWakeLatency's futex contender: a goroutine locked
@@ -165,7 +174,6 @@ func (f *futexFloor) loop(cpu int) {
 // that takes it through the pin and back to sleep), waits until the thread
 // sleeps, then wakes it and spins until it runs. One caller at a time.
 func (f *futexFloor) sample(cpu int) (time.Duration, error) {
-	deadline := time.Now().Add(lostWakeupBound)
 	if cpu != f.on {
 		f.cpu.Store(int32(cpu))
 		f.wake(1)
@@ -174,18 +182,16 @@ func (f *futexFloor) sample(cpu int) (time.Duration, error) {
 		}
 		f.on = cpu
 	}
-	for !threadSleeps(int(f.tid.Load())) || f.cpu.Load() >= 0 {
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the futex thread did not sleep within %v", lostWakeupBound)
-		}
+	if err := spinUntil("the futex thread to sleep", func() bool {
+		return f.cpu.Load() < 0 && threadSleeps(int(f.tid.Load()))
+	}); err != nil {
+		return 0, err
 	}
 	f.woke.Store(0)
 	t := time.Since(f.t0)
 	f.wake(1)
-	for f.woke.Load() == 0 {
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the futex thread did not wake within %v", lostWakeupBound)
-		}
+	if err := spinUntil("the futex thread to wake", func() bool { return f.woke.Load() != 0 }); err != nil {
+		return 0, err
 	}
 	d := time.Duration(f.woke.Load()-1) - t
 	if err := <-f.ready; err != nil {
@@ -209,7 +215,6 @@ func threadSleeps(tid int) bool {
 	if err != nil {
 		return false
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'S'
+	st, err := procstat.Parse(b)
+	return err == nil && st.State() == 'S'
 }
