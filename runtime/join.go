@@ -199,10 +199,10 @@ func (c *Ctx) ParallelFor(lo, hi, grain int, fn func(c *Ctx, lo, hi int) error) 
 // split test and the call of fn, and in a loop bound by memory bandwidth
 // far more (BenchmarkParallelForGrain's sum of 100M int64 runs 0.25–1 µs
 // longer per chunk with fixed grains of 4Ki to 64Ki indices, 1–2.5% of a
-// 40 µs chunk; docs/BENCHMARKS.md, "ParallelFor's grain"). Short enough that a worker that runs out of work
-// waits at most one chunk, under two lingers (lingerFor), for the split
-// that feeds it, and that a loop of a millisecond still comes in about 25
-// chunks to split between workers.
+// 40 µs chunk; docs/BENCHMARKS.md, "ParallelFor's grain"). Short enough
+// that a worker that runs out of work waits at most one chunk, under two
+// lingers (lingerFor), for the split that feeds it, and that a loop of a
+// millisecond still comes in about 25 chunks to split between workers.
 const autoChunkTime = 40 * time.Microsecond
 
 // parallelFor is ParallelFor with chunks of chunk indices, adapted to

@@ -249,9 +249,10 @@ func TestMemoryOOMRetried(t *testing.T) {
 func oomRetriedOnce(t *testing.T) (why string, ok bool) {
 	// The compile (growing to 200 MiB) once it holds 128 MiB and the
 	// program (280 MiB) do not fit 400 MiB together; the program and
-	// everything else do. At 100 MiB they did, with the few MiB the rest
-	// of the group held: the program then ran and exited beside the
-	// compile without an OOM kill.
+	// everything else do. A compile of about 100 MiB still fits beside
+	// the program and the few MiB the rest of the group holds, so the
+	// program waits for 128: started earlier it may run and exit beside
+	// the compile without an OOM kill.
 	b := newLimitedBuild(t, 400<<20, []int{200}, 3000)
 	hogSrc := filepath.Join(b.src, "hog.c")
 	os.WriteFile(hogSrc, []byte("/* memhog mem=280 ms=0 */\n"), 0o644)
